@@ -1,0 +1,109 @@
+/* Register tables for x86-64 and AArch64. See arch.h for the sources. */
+#include <stdio.h>
+
+#include "arch.h"
+
+#define EM_X86_64_ 62
+#define EM_AARCH64_ 183
+
+#define BIT(n) ((uint64_t)1 << (n))
+
+static const char *const x86_64_names[] = {
+	"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
+	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15",
+	"rip",
+	"xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+	"xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
+	"st0", "st1", "st2", "st3", "st4", "st5", "st6", "st7",
+	"mm0", "mm1", "mm2", "mm3", "mm4", "mm5", "mm6", "mm7",
+	"rflags", "es", "cs", "ss", "ds", "fs", "gs", NULL, NULL,
+	"fs.base", "gs.base", NULL, NULL, "tr", "ldtr",
+	"mxcsr", "fcw", "fsw",
+	"xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23",
+	"xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31",
+	[118] = "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7",
+};
+
+static const char *const aarch64_names[] = {
+	"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7",
+	"x8", "x9", "x10", "x11", "x12", "x13", "x14", "x15",
+	"x16", "x17", "x18", "x19", "x20", "x21", "x22", "x23",
+	"x24", "x25", "x26", "x27", "x28", "x29", "x30", "sp",
+	"pc", "elr_mode", "ra_sign_state", "tpidrro_el0", "tpidr_el0", "tpidr2_el0",
+	[46] = "vg", "ffr",
+	"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7",
+	"p8", "p9", "p10", "p11", "p12", "p13", "p14", "p15",
+	"v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7",
+	"v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15",
+	"v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23",
+	"v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31",
+	"z0", "z1", "z2", "z3", "z4", "z5", "z6", "z7",
+	"z8", "z9", "z10", "z11", "z12", "z13", "z14", "z15",
+	"z16", "z17", "z18", "z19", "z20", "z21", "z22", "z23",
+	"z24", "z25", "z26", "z27", "z28", "z29", "z30", "z31",
+};
+
+_Static_assert(BK_ARRAY_LEN(x86_64_names) <= ARCH_MAX_DWARF_REGS, "x86-64 table");
+_Static_assert(BK_ARRAY_LEN(aarch64_names) <= ARCH_MAX_DWARF_REGS, "aarch64 table");
+
+static const struct arch_info archs[] = {
+	{
+		.arch = BK_ARCH_X86_64,
+		.name = "x86_64",
+		.elf_machine = EM_X86_64_,
+		.addr_size = 8,
+		.sp_reg = 7,
+		.ra_reg = 16,
+		.fp_reg = 6,
+		.pc_reg = 16,
+		.nregs = BK_ARRAY_LEN(x86_64_names),
+		/* rbx, rbp, rsp, r12-r15 (SysV AMD64 ABI figure 3.4). */
+		.callee_saved = { BIT(3) | BIT(6) | BIT(7) | BIT(12) | BIT(13) | BIT(14) | BIT(15) },
+	},
+	{
+		.arch = BK_ARCH_AARCH64,
+		.name = "aarch64",
+		.elf_machine = EM_AARCH64_,
+		.addr_size = 8,
+		.sp_reg = 31,
+		.ra_reg = 30,
+		.fp_reg = 29,
+		.pc_reg = 32,
+		.nregs = BK_ARRAY_LEN(aarch64_names),
+		/* x19-x29, sp and v8-v15 (their low halves d8-d15), AAPCS64 §6.1. */
+		.callee_saved = {
+			BIT(19) | BIT(20) | BIT(21) | BIT(22) | BIT(23) | BIT(24) | BIT(25) |
+				BIT(26) | BIT(27) | BIT(28) | BIT(29) | BIT(31),
+			BIT(72 - 64) | BIT(73 - 64) | BIT(74 - 64) | BIT(75 - 64) | BIT(76 - 64) |
+				BIT(77 - 64) | BIT(78 - 64) | BIT(79 - 64),
+		},
+	},
+};
+
+const struct arch_info *arch_get(enum bk_arch arch)
+{
+	for (size_t i = 0; i < BK_ARRAY_LEN(archs); i++)
+		if (archs[i].arch == arch)
+			return &archs[i];
+	return NULL;
+}
+
+const struct arch_info *arch_from_elf_machine(unsigned e_machine)
+{
+	for (size_t i = 0; i < BK_ARRAY_LEN(archs); i++)
+		if (archs[i].elf_machine == e_machine)
+			return &archs[i];
+	return NULL;
+}
+
+const char *arch_reg_name(const struct arch_info *a, unsigned regno)
+{
+	if (!a || regno >= a->nregs)
+		return NULL;
+	return a->arch == BK_ARCH_X86_64 ? x86_64_names[regno] : aarch64_names[regno];
+}
+
+const char *bk_reg_name(enum bk_arch arch, unsigned regno)
+{
+	return arch_reg_name(arch_get(arch), regno);
+}

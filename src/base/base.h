@@ -1,0 +1,213 @@
+/* Bottom layer shared by every directory of src/: the bounded byte reader,
+ * the corruption macro, the allocation funnel and the DWARF constants.
+ * Pure: no OS calls except in base_alloc (cold paths only).
+ *
+ * The reader never runs past `end`: every read either succeeds and advances
+ * or fails with BK_E_CORRUPT and leaves the reader unchanged. A truncated
+ * LEB128 or one that does not fit 64 bits is an error, never an abort.
+ */
+#ifndef BK_BASE_H
+#define BK_BASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backstep.h"
+
+#define BK_HIDDEN __attribute__((visibility("hidden")))
+#define BK_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Every corruption path goes through here so a debug build can say which
+ * check fired (set a breakpoint on base_corrupt_at, or read the trace). */
+#ifdef BK_DEBUG_CORRUPT
+BK_HIDDEN int base_corrupt_at(int line, const char *file);
+#define BK_CORRUPT base_corrupt_at(__LINE__, __FILE__)
+#else
+#define BK_CORRUPT BK_E_CORRUPT
+#endif
+
+/* ---- Allocation funnel (cold paths only) ------------------------------- */
+
+/* All allocation in the library goes through these, so that tests can inject
+ * failures. base_alloc(NULL-free semantics): returns NULL on failure. */
+BK_HIDDEN void *base_alloc(size_t len);
+BK_HIDDEN void *base_calloc(size_t n, size_t len);
+BK_HIDDEN void *base_realloc(void *p, size_t len);
+BK_HIDDEN void base_free(void *p);
+/* Tests: fail the Nth allocation from now (0 = never). */
+BK_HIDDEN void base_alloc_fail_after(unsigned long n);
+
+/* ---- Target memory ------------------------------------------------------ */
+
+/* Reads LEN bytes of the target at ADDR into DST; returns 0 or a negative
+ * BK_E_* code (BK_E_MEMORY when the address is not readable). Must not fault.
+ * Every read of target memory in the pure layers goes through one of these. */
+struct base_mem {
+	int (*read)(void *ctx, uint64_t addr, void *dst, size_t len);
+	void *ctx;
+};
+
+static inline int base_mem_read(const struct base_mem *m, uint64_t addr, void *dst, size_t len)
+{
+	if (!m || !m->read)
+		return BK_E_MEMORY;
+	return m->read(m->ctx, addr, dst, len);
+}
+
+/* ---- Bounded reader ----------------------------------------------------- */
+
+struct buf {
+	const uint8_t *p;
+	const uint8_t *end;
+};
+
+static inline struct buf buf_make(const void *p, size_t len)
+{
+	struct buf b = { (const uint8_t *)p, (const uint8_t *)p + len };
+	return b;
+}
+
+static inline size_t buf_left(const struct buf *b)
+{
+	return (size_t)(b->end - b->p);
+}
+
+static inline int buf_skip(struct buf *b, uint64_t len)
+{
+	if (len > buf_left(b))
+		return BK_CORRUPT;
+	b->p += len;
+	return 0;
+}
+
+static inline int buf_u8(struct buf *b, uint8_t *v)
+{
+	if (b->p >= b->end)
+		return BK_CORRUPT;
+	*v = *b->p++;
+	return 0;
+}
+
+/* Little-endian fixed-size reads (the only byte order backstep supports). */
+static inline int buf_uN(struct buf *b, unsigned n, uint64_t *v)
+{
+	if (buf_left(b) < n)
+		return BK_CORRUPT;
+	uint64_t x = 0;
+	for (unsigned i = 0; i < n; i++)
+		x |= (uint64_t)b->p[i] << (8 * i);
+	b->p += n;
+	*v = x;
+	return 0;
+}
+
+static inline int buf_u16(struct buf *b, uint16_t *v)
+{
+	uint64_t x;
+	int err = buf_uN(b, 2, &x);
+	if (!err)
+		*v = (uint16_t)x;
+	return err;
+}
+
+static inline int buf_u32(struct buf *b, uint32_t *v)
+{
+	uint64_t x;
+	int err = buf_uN(b, 4, &x);
+	if (!err)
+		*v = (uint32_t)x;
+	return err;
+}
+
+static inline int buf_u64(struct buf *b, uint64_t *v)
+{
+	return buf_uN(b, 8, v);
+}
+
+/* Sign-extend the low BITS bits of X. */
+static inline int64_t base_sext(uint64_t x, unsigned bits)
+{
+	if (bits >= 64)
+		return (int64_t)x;
+	uint64_t m = (uint64_t)1 << (bits - 1);
+	x &= ((uint64_t)1 << bits) - 1;
+	return (int64_t)((x ^ m) - m);
+}
+
+/* DWARF 5 §7.6. Bits beyond 64 must be zero (or sign copies for SLEB). */
+static inline int buf_uleb(struct buf *b, uint64_t *v)
+{
+	const uint8_t *p = b->p;
+	uint64_t x = 0;
+	unsigned shift = 0;
+	for (;;) {
+		if (p >= b->end)
+			return BK_CORRUPT;
+		uint8_t byte = *p++;
+		uint64_t low = byte & 0x7f;
+		if (shift >= 64) {
+			if (low != 0)
+				return BK_CORRUPT;
+		} else {
+			if (shift > 57 && (low >> (64 - shift)) != 0)
+				return BK_CORRUPT;
+			x |= low << shift;
+		}
+		shift += 7;
+		if (!(byte & 0x80))
+			break;
+		if (shift > 7 * 20) /* absurdly long padding */
+			return BK_CORRUPT;
+	}
+	b->p = p;
+	*v = x;
+	return 0;
+}
+
+static inline int buf_sleb(struct buf *b, int64_t *v)
+{
+	const uint8_t *p = b->p;
+	uint64_t x = 0;
+	unsigned shift = 0;
+	uint8_t byte;
+	for (;;) {
+		if (p >= b->end)
+			return BK_CORRUPT;
+		byte = *p++;
+		uint64_t low = byte & 0x7f;
+		if (shift < 63) {
+			x |= low << shift;
+		} else if (shift == 63) {
+			/* Bit 63 and the six sign copies above it. */
+			if (low != 0 && low != 0x7f)
+				return BK_CORRUPT;
+			x |= (low & 1) << 63;
+		} else if (low != ((x >> 63) ? 0x7fu : 0u)) {
+			return BK_CORRUPT;
+		}
+		shift += 7;
+		if (!(byte & 0x80))
+			break;
+		if (shift > 7 * 20)
+			return BK_CORRUPT;
+	}
+	if (shift < 64 && (byte & 0x40))
+		x |= ~(uint64_t)0 << shift;
+	b->p = p;
+	*v = (int64_t)x;
+	return 0;
+}
+
+/* ---- Checked arithmetic ------------------------------------------------- */
+
+static inline int base_add_s64(uint64_t a, int64_t off, uint64_t *out)
+{
+	if (off >= 0 ? a + (uint64_t)off < a : a < (uint64_t)-(off + 1) + 1)
+		return BK_CORRUPT;
+	*out = a + (uint64_t)off;
+	return 0;
+}
+
+#endif

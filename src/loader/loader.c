@@ -1,0 +1,1 @@
+/* in progress */ typedef int bk_placeholder_loader;

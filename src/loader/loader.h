@@ -1,0 +1,101 @@
+/* ELF images (libelf): identity, segments, load bias, the unwind sections
+ * and separate debug files.
+ *
+ * An ldr_elf owns its bytes (a private read-only mapping of the file, or a
+ * copy of a memory image) and every buffer it hands out; section data stays
+ * valid until ldr_close. Sections flagged SHF_COMPRESSED are decompressed
+ * once at open. Cold: everything here may allocate; nothing here is used on
+ * an unwind step except reading already-extracted fields.
+ */
+#ifndef BK_LOADER_H
+#define BK_LOADER_H
+
+#include "../arch/arch.h"
+#include "../base/base.h"
+
+/* One section's contents as the unwinder needs them. */
+struct ldr_section {
+	bool present;
+	const uint8_t *data; /* NULL for SHT_NOBITS or absent */
+	size_t len;
+	uint64_t addr;       /* sh_addr: link-time address (0 for non-alloc sections) */
+	uint64_t file_off;   /* sh_offset in the file */
+	bool was_compressed; /* SHF_COMPRESSED in the file; data is decompressed */
+};
+
+struct ldr_segment {
+	uint64_t vaddr, memsz;
+	uint64_t file_off, filesz;
+	uint32_t flags;      /* PF_R | PF_W | PF_X */
+};
+
+#define LDR_MAX_BUILD_ID 64
+
+struct ldr_elf {
+	char *path;                 /* NULL when opened from memory */
+	const struct arch_info *arch; /* NULL when e_machine is not supported */
+	uint16_t machine;           /* e_machine */
+	uint16_t type;              /* e_type: ET_EXEC, ET_DYN, ET_REL, ET_CORE */
+	uint8_t elf_class;          /* ELFCLASS32 / ELFCLASS64 */
+	uint8_t addr_size;          /* 4 or 8 */
+	uint64_t entry;
+
+	struct ldr_segment *segs;   /* PT_LOAD segments, in file order */
+	size_t nsegs;
+	uint64_t min_vaddr;         /* lowest PT_LOAD p_vaddr, rounded down to its p_align */
+	bool has_eh_frame_hdr_seg;  /* PT_GNU_EH_FRAME present */
+	uint64_t eh_frame_hdr_vaddr;
+	uint64_t eh_frame_hdr_memsz;
+
+	/* Unwind-related sections. When the file has no section headers, the
+	 * .eh_frame_hdr and .eh_frame are found through PT_GNU_EH_FRAME (the
+	 * .eh_frame then extends to the end of its segment). */
+	struct ldr_section eh_frame;
+	struct ldr_section eh_frame_hdr;
+	struct ldr_section debug_frame;
+	struct ldr_section text;    /* base for DW_EH_PE_textrel */
+	struct ldr_section got;     /* .got: base for DW_EH_PE_datarel in .eh_frame */
+
+	uint8_t build_id[LDR_MAX_BUILD_ID];
+	size_t build_id_len;        /* 0: no NT_GNU_BUILD_ID */
+	char *debuglink;            /* .gnu_debuglink file name, or NULL */
+	uint32_t debuglink_crc;
+
+	/* Private to loader.c. */
+	void *priv;
+};
+
+/* Open by path / from a memory image (the bytes are copied). Errors:
+ * BK_E_IO (cannot open/read; directory), BK_E_NOT_ELF, BK_E_CORRUPT
+ * (truncated or inconsistent headers), BK_E_UNSUPPORTED (big-endian),
+ * BK_E_NOMEM. A supported ELF whose e_machine backstep does not know still
+ * opens, with arch == NULL. */
+BK_HIDDEN int ldr_open_path(const char *path, struct ldr_elf **out);
+BK_HIDDEN int ldr_open_memory(const void *image, size_t len, struct ldr_elf **out);
+BK_HIDDEN void ldr_close(struct ldr_elf *elf);
+
+/* Bias to add to link-time addresses when the lowest PT_LOAD segment is
+ * mapped at RUNTIME_BASE (for ET_EXEC mapped at its link address: 0). */
+BK_HIDDEN int64_t ldr_load_bias(const struct ldr_elf *elf, uint64_t runtime_base);
+
+/* Read LEN bytes at link-time address VADDR from the file's PT_LOAD contents
+ * (bytes past p_filesz inside p_memsz read as zero); BK_E_MEMORY if not
+ * mapped. Used for DW_EH_PE_indirect when dumping files. */
+BK_HIDDEN int ldr_read_vaddr(const struct ldr_elf *elf, uint64_t vaddr, void *dst, size_t len);
+/* The same, shaped as a base_mem callback (ctx is the ldr_elf). */
+BK_HIDDEN int ldr_mem_read(void *ctx, uint64_t addr, void *dst, size_t len);
+
+/* Find and open the separate debug file of ELF:
+ *   1. by build-id: DEBUG_ROOT/.build-id/xx/rest.debug
+ *   2. by .gnu_debuglink NAME (CRC32 checked): DIR/NAME, DIR/.debug/NAME,
+ *      DEBUG_ROOT/DIR/NAME, where DIR is the directory of elf->path.
+ * DEBUG_ROOT NULL means "/usr/lib/debug". A candidate is accepted only if
+ * its build-id equals ELF's (when ELF has one) or its CRC matches the
+ * debuglink. BK_E_NOT_FOUND when none is found. */
+BK_HIDDEN int ldr_open_debug_file(const struct ldr_elf *elf, const char *debug_root,
+				  struct ldr_elf **out);
+
+/* The GNU debuglink CRC32 (the same as zlib's crc32) of a buffer. */
+BK_HIDDEN uint32_t ldr_crc32(uint32_t crc, const uint8_t *buf, size_t len);
+
+#endif
