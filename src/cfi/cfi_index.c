@@ -1,1 +1,211 @@
-/* in progress */ typedef int bk_placeholder_cfi_index;
+/* FDE lookup by PC.
+ *
+ * Two ways to find the FDE covering a PC, both O(log n) and allocation-free
+ * per lookup:
+ *   - the binary-search table of .eh_frame_hdr (LSB 5.0 §10.6.2), used only
+ *     after it passes validation at init: version 1, a fixed-size encoding,
+ *     the eh_frame_ptr naming this very section, entries sorted by initial
+ *     location and each pointing inside the section;
+ *   - otherwise an index of (pc_begin, pc_end, offset) built once by walking
+ *     the whole section, sorted by pc_begin. FDEs that fail to decode are
+ *     counted and left out; a broken length field ends the walk there.
+ *
+ * Overlapping FDEs are not resolved here: the entry with the greatest
+ * pc_begin not above the PC is the one consulted (`backstep check` reports
+ * overlaps).
+ */
+#include <stdlib.h>
+
+#include "cfi.h"
+
+#include "../base/dwarf.h"
+
+static int fixed_size(uint8_t enc, uint8_t addr_size)
+{
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr: return addr_size;
+	case DW_EH_PE_udata2: case DW_EH_PE_sdata2: return 2;
+	case DW_EH_PE_udata4: case DW_EH_PE_sdata4: return 4;
+	case DW_EH_PE_udata8: case DW_EH_PE_sdata8: return 8;
+	default: return -1;
+	}
+}
+
+/* Entry I of the header's table: its initial location and FDE address. */
+static int hdr_entry(const struct cfi_table *t, size_t i, uint64_t *loc, uint64_t *fde_addr)
+{
+	int size = fixed_size(t->hdr_enc, t->hdr_ctx.addr_size);
+	const uint8_t *p = t->hdr_table + i * 2 * (size_t)size;
+	struct buf b = { p, p + 2 * size };
+	int err = cfi_read_pointer(&b, t->hdr_enc, &t->hdr_ctx, loc);
+	return err ? err : cfi_read_pointer(&b, t->hdr_enc, &t->hdr_ctx, fde_addr);
+}
+
+/* Adopt the .eh_frame_hdr table if it is usable; false leaves T unchanged. */
+static bool try_hdr(struct cfi_table *t, const struct cfi_hdr *hdr)
+{
+	struct buf b = buf_make(hdr->data, hdr->len);
+	uint8_t version, ptr_enc, count_enc, table_enc;
+	struct cfi_ptr_ctx ctx = {
+		.sec_data = hdr->data,
+		.sec_addr = hdr->addr,
+		.text_addr = t->sec.text_addr,
+		.data_addr = hdr->addr, /* datarel is relative to the header itself */
+		.addr_size = t->sec.addr_size,
+		.mem = NULL,
+	};
+	uint64_t eh_frame_addr, count;
+
+	if (buf_u8(&b, &version) || buf_u8(&b, &ptr_enc) || buf_u8(&b, &count_enc) ||
+	    buf_u8(&b, &table_enc) || version != 1)
+		return false;
+	if (ptr_enc == DW_EH_PE_omit || count_enc == DW_EH_PE_omit ||
+	    table_enc == DW_EH_PE_omit || (ptr_enc | count_enc | table_enc) & DW_EH_PE_indirect)
+		return false;
+	if (cfi_read_pointer(&b, ptr_enc, &ctx, &eh_frame_addr) ||
+	    cfi_read_pointer(&b, count_enc, &ctx, &count))
+		return false;
+	int size = fixed_size(table_enc, ctx.addr_size);
+	if (eh_frame_addr != t->sec.addr || size <= 0 || count > buf_left(&b) / (2 * (size_t)size))
+		return false;
+
+	t->hdr_table = b.p;
+	t->hdr_count = (size_t)count;
+	t->hdr_enc = table_enc;
+	t->hdr_ctx = ctx;
+
+	uint64_t prev = 0;
+	for (size_t i = 0; i < t->hdr_count; i++) {
+		uint64_t loc, fde_addr;
+		if (hdr_entry(t, i, &loc, &fde_addr) || (i && loc < prev) ||
+		    fde_addr < t->sec.addr || fde_addr - t->sec.addr >= t->sec.len) {
+			t->hdr_table = NULL;
+			t->hdr_count = 0;
+			return false;
+		}
+		prev = loc;
+	}
+	return true;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct cfi_index_entry *x = a, *y = b;
+	if (x->pc_begin != y->pc_begin)
+		return x->pc_begin < y->pc_begin ? -1 : 1;
+	return x->fde_off < y->fde_off ? -1 : x->fde_off > y->fde_off;
+}
+
+static void note_error(struct cfi_table *t, int err, uint64_t off)
+{
+	if (!t->first_error) {
+		t->first_error = err;
+		t->first_error_off = off;
+	}
+	t->nbad++;
+}
+
+static int build_index(struct cfi_table *t)
+{
+	size_t cap = 0;
+	uint64_t off = 0;
+
+	while (off < t->sec.len) {
+		struct cfi_entry e;
+		int err = cfi_entry_at(&t->sec, off, &e);
+		if (err) {
+			note_error(t, err, off); /* cannot find the next entry */
+			break;
+		}
+		if (e.kind == CFI_ENTRY_TERMINATOR && t->sec.is_eh)
+			break;
+		if (e.kind == CFI_ENTRY_FDE) {
+			struct cfi_fde fde;
+			struct cfi_cie cie;
+			err = cfi_decode_fde(&t->sec, off, &fde, &cie);
+			if (err) {
+				note_error(t, err, off);
+			} else if (fde.pc_begin < fde.pc_end) {
+				if (t->nindex == cap) {
+					size_t ncap = cap ? cap * 2 : 64;
+					void *p = base_realloc(t->index, ncap * sizeof(*t->index));
+					if (!p)
+						return BK_E_NOMEM;
+					t->index = p;
+					cap = ncap;
+				}
+				t->index[t->nindex++] = (struct cfi_index_entry){
+					fde.pc_begin, fde.pc_end, off };
+			}
+		}
+		off = e.next_off;
+	}
+	if (t->nindex)
+		qsort(t->index, t->nindex, sizeof(*t->index), cmp_entry);
+	return 0;
+}
+
+int cfi_table_init(struct cfi_table *t, const struct cfi_section *sec, const struct cfi_hdr *hdr)
+{
+	memset(t, 0, sizeof(*t));
+	t->sec = *sec;
+	if (sec->is_eh && hdr && hdr->data && try_hdr(t, hdr))
+		return 0;
+	int err = build_index(t);
+	if (err)
+		cfi_table_free(t);
+	return err;
+}
+
+void cfi_table_free(struct cfi_table *t)
+{
+	base_free(t->index);
+	t->index = NULL;
+	t->nindex = 0;
+}
+
+int cfi_table_find(const struct cfi_table *t, uint64_t pc, struct cfi_fde *fde,
+		   struct cfi_cie *cie)
+{
+	uint64_t fde_off;
+	size_t lo = 0, hi;
+	int err;
+
+	/* Find the last entry whose start is <= pc. */
+	if (t->hdr_table) {
+		hi = t->hdr_count;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			uint64_t loc, addr;
+			if ((err = hdr_entry(t, mid, &loc, &addr)))
+				return err;
+			if (loc <= pc)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == 0)
+			return BK_E_NOT_FOUND;
+		uint64_t loc, addr;
+		if ((err = hdr_entry(t, lo - 1, &loc, &addr)))
+			return err;
+		fde_off = addr - t->sec.addr;
+	} else {
+		hi = t->nindex;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (t->index[mid].pc_begin <= pc)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == 0 || pc >= t->index[lo - 1].pc_end)
+			return BK_E_NOT_FOUND;
+		fde_off = t->index[lo - 1].fde_off;
+	}
+	if ((err = cfi_decode_fde(&t->sec, fde_off, fde, cie)))
+		return err;
+	if (pc < fde->pc_begin || pc >= fde->pc_end)
+		return BK_E_NOT_FOUND;
+	return 0;
+}

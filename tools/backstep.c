@@ -1,0 +1,87 @@
+/* backstep: the command-line tool. One subcommand per file; this file holds
+ * the dispatch and the few helpers they share. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backstep.h"
+#include "cli.h"
+
+void cli_error(const char *what, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "backstep: %s: ", what);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+bool cli_parse_u64(const char *s, uint64_t *out)
+{
+	if (!s || !*s || *s == '-')
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+void json_hex(FILE *f, const uint8_t *p, size_t len)
+{
+	fputc('"', f);
+	for (size_t i = 0; i < len; i++)
+		fprintf(f, "%02x", p[i]);
+	fputc('"', f);
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: backstep COMMAND [OPTIONS] ...\n"
+	      "\n"
+	      "commands:\n"
+	      "  dump [--rows] [--json] [--pc ADDR] [--section eh|debug] [--debug-file] FILE\n"
+	      "        print the call-frame information of an ELF file: CIEs, FDEs,\n"
+	      "        their instructions and the interpreted rows\n"
+	      "  help  this text\n",
+	      f);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "dump"))
+		return cmd_dump(argc - 1, argv + 1);
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version")) {
+		printf("backstep %d.%d\n", BK_VERSION_MAJOR, BK_VERSION_MINOR);
+		return 0;
+	}
+	cli_error(cmd, "unknown command (try 'backstep help')");
+	return 2;
+}

@@ -1,0 +1,21 @@
+/* Shared pieces of the backstep command-line tool. */
+#ifndef BK_CLI_H
+#define BK_CLI_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Print "backstep: WHAT: message" on stderr as one line. */
+void cli_error(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Parse an address ("0x1234", "1234" decimal, "0x" optional with --hex). */
+bool cli_parse_u64(const char *s, uint64_t *out);
+
+/* Minimal JSON output helpers writing to F. */
+void json_str(FILE *f, const char *s);
+void json_hex(FILE *f, const uint8_t *p, size_t len);
+
+int cmd_dump(int argc, char **argv);
+
+#endif
