@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install what backstep needs from Debian 12 (only what is missing; quick when
+# everything is there), then configure and build it in ./build.
+# Run as root on a fresh machine; re-running is cheap.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+	meson ninja-build pkg-config gcc g++ clang libclang-rt-14-dev
+	libelf-dev libdwarf-dev zlib1g-dev libcapstone-dev
+	elfutils binutils python3
+	gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "setup: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null
+	apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -f build/build.ninja ]; then
+	meson setup build >/dev/null
+fi
+ninja -C build >/dev/null
+echo "setup: built ./build/tools/backstep" >&2
