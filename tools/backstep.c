@@ -30,29 +30,6 @@ bool cli_parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
-void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-void json_hex(FILE *f, const uint8_t *p, size_t len)
-{
-	fputc('"', f);
-	for (size_t i = 0; i < len; i++)
-		fprintf(f, "%02x", p[i]);
-	fputc('"', f);
-}
-
 static void usage(FILE *f)
 {
 	fputs("usage: backstep COMMAND [OPTIONS] ...\n"

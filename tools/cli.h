@@ -12,10 +12,6 @@ void cli_error(const char *what, const char *fmt, ...) __attribute__((format(pri
 /* Parse an address ("0x1234", "1234" decimal, "0x" optional with --hex). */
 bool cli_parse_u64(const char *s, uint64_t *out);
 
-/* Minimal JSON output helpers writing to F. */
-void json_str(FILE *f, const char *s);
-void json_hex(FILE *f, const uint8_t *p, size_t len);
-
 int cmd_dump(int argc, char **argv);
 
 #endif

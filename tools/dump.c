@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "out.h"
 
 #include "../src/base/dwarf.h"
 #include "../src/expr/expr.h"
@@ -44,6 +45,7 @@ struct dump_ctx {
 
 static void report(struct dump_ctx *c, uint64_t off, const char *what, int err)
 {
+	out_flush(); /* keep stdout and stderr in order */
 	fprintf(stderr, "backstep: %s: %s%s %s at offset 0x%" PRIx64 ": %s\n", c->path,
 		c->from_debug_file ? "separate debug file " : "", c->sec_name, what, off,
 		bk_strerror(err));
@@ -71,11 +73,11 @@ static const char *reg_long(const struct dump_ctx *c, unsigned regno, char *buf,
 	return buf;
 }
 
-static void print_expr(const struct dump_ctx *c, const uint8_t *p, size_t len, FILE *f)
+static void print_expr(const struct dump_ctx *c, const uint8_t *p, size_t len)
 {
 	char text[1024];
 	expr_format(p, len, c->sec->addr_size, c->arch, text, sizeof(text));
-	fputs(text, f);
+	out_s(text);
 }
 
 static const char *enc_name(uint8_t enc, char *buf, size_t len)
@@ -110,10 +112,10 @@ static void print_insns(struct dump_ctx *c, const struct cfi_cie *cie, const str
 		struct cfi_insn in;
 		int err = cfi_decode_insn(&b, c->sec, cie, fde, &in);
 		if (err) {
-			printf("  <error at offset 0x%" PRIx64 ": %s>\n", at, bk_strerror(err));
+			out_fmt("  <error at offset 0x%" PRIx64 ": %s>\n", at, bk_strerror(err));
 			return;
 		}
-		printf("  %s", cfi_insn_name(in.opcode));
+		out_fmt("  %s", cfi_insn_name(in.opcode));
 		switch (in.opcode) {
 		case DW_CFA_advance_loc:
 		case DW_CFA_advance_loc1:
@@ -121,61 +123,61 @@ static void print_insns(struct dump_ctx *c, const struct cfi_cie *cie, const str
 		case DW_CFA_advance_loc4:
 		case DW_CFA_MIPS_advance_loc8:
 			loc += in.u;
-			printf(": %" PRIu64 " to 0x%" PRIx64, in.u, loc);
+			out_fmt(": %" PRIu64 " to 0x%" PRIx64, in.u, loc);
 			break;
 		case DW_CFA_set_loc:
 			loc = in.u;
-			printf(": 0x%" PRIx64, in.u);
+			out_fmt(": 0x%" PRIx64, in.u);
 			break;
 		case DW_CFA_offset:
 		case DW_CFA_offset_extended:
 		case DW_CFA_offset_extended_sf:
 		case DW_CFA_GNU_negative_offset_extended:
-			printf(": %s at cfa%+" PRId64, reg_long(c, in.reg, r1, sizeof(r1)), in.s);
+			out_fmt(": %s at cfa%+" PRId64, reg_long(c, in.reg, r1, sizeof(r1)), in.s);
 			break;
 		case DW_CFA_val_offset:
 		case DW_CFA_val_offset_sf:
-			printf(": %s is cfa%+" PRId64, reg_long(c, in.reg, r1, sizeof(r1)), in.s);
+			out_fmt(": %s is cfa%+" PRId64, reg_long(c, in.reg, r1, sizeof(r1)), in.s);
 			break;
 		case DW_CFA_restore:
 		case DW_CFA_restore_extended:
 		case DW_CFA_undefined:
 		case DW_CFA_same_value:
 		case DW_CFA_def_cfa_register:
-			printf(": %s", reg_long(c, in.reg, r1, sizeof(r1)));
+			out_fmt(": %s", reg_long(c, in.reg, r1, sizeof(r1)));
 			break;
 		case DW_CFA_register:
-			printf(": %s in %s", reg_long(c, in.reg, r1, sizeof(r1)),
+			out_fmt(": %s in %s", reg_long(c, in.reg, r1, sizeof(r1)),
 			       reg_long(c, in.reg2, r2, sizeof(r2)));
 			break;
 		case DW_CFA_def_cfa:
 		case DW_CFA_def_cfa_sf:
-			printf(": %s ofs %" PRId64, reg_long(c, in.reg, r1, sizeof(r1)), in.s);
+			out_fmt(": %s ofs %" PRId64, reg_long(c, in.reg, r1, sizeof(r1)), in.s);
 			break;
 		case DW_CFA_def_cfa_offset:
 		case DW_CFA_def_cfa_offset_sf:
-			printf(": %" PRId64, in.s);
+			out_fmt(": %" PRId64, in.s);
 			break;
 		case DW_CFA_def_cfa_expression:
-			printf(" (");
-			print_expr(c, in.block, in.block_len, stdout);
-			printf(")");
+			out_fmt(" (");
+			print_expr(c, in.block, in.block_len);
+			out_fmt(")");
 			break;
 		case DW_CFA_expression:
 		case DW_CFA_val_expression:
-			printf(": %s (", reg_long(c, in.reg, r1, sizeof(r1)));
-			print_expr(c, in.block, in.block_len, stdout);
-			printf(")");
+			out_fmt(": %s (", reg_long(c, in.reg, r1, sizeof(r1)));
+			print_expr(c, in.block, in.block_len);
+			out_fmt(")");
 			break;
 		case DW_CFA_GNU_args_size:
-			printf(": %" PRIu64, in.u);
+			out_fmt(": %" PRIu64, in.u);
 			break;
 		case DW_CFA_GNU_window_save:
 			if (c->arch && c->arch->arch == BK_ARCH_AARCH64)
-				printf(" (DW_CFA_AARCH64_negate_ra_state)");
+				out_fmt(" (DW_CFA_AARCH64_negate_ra_state)");
 			break;
 		}
-		putchar('\n');
+		out_c('\n');
 	}
 }
 
@@ -270,43 +272,56 @@ static void print_row_table(struct dump_ctx *c, unsigned ra_reg)
 		}
 
 	char cell[64], name[48];
-	printf("   %-18s %-10s", "LOC", "CFA");
+	out_s("   ");
+	out_pad("LOC", 19);
+	out_pad("CFA", 10);
 	for (size_t k = 0; k < ncols; k++)
-		printf(" %-6s", cols[k] == ra_reg ? "ra" : reg_short(c, cols[k], name, sizeof(name)));
-	putchar('\n');
+		out_pad(cols[k] == ra_reg ? "ra" : reg_short(c, cols[k], name, sizeof(name)), 7);
+	out_c('\n');
 	for (size_t i = 0; i < c->nrows; i++) {
 		const struct cfi_row *row = &c->rows[i];
 		rule_cell(c, row->cfa.kind ? &row->cfa : NULL, cell, sizeof(cell));
-		printf("   0x%016" PRIx64 " %-10s", row->loc, cell);
+		out_s("   0x");
+		out_x64(row->loc, 16);
+		out_c(' ');
+		out_pad(cell, 10);
 		for (size_t k = 0; k < ncols; k++) {
 			rule_cell(c, cfi_row_rule(row, cols[k]), cell, sizeof(cell));
-			printf(" %-6s", cell);
+			out_pad(cell, 7);
 		}
 		if (c->arch && c->arch->arch == BK_ARCH_AARCH64 && row->ra_sign_state)
-			printf(" ra_signed");
-		putchar('\n');
+			out_fmt(" ra_signed");
+		out_c('\n');
 	}
 	/* The expressions behind "exp" cells, where they first appear. */
 	for (size_t i = 0; i < c->nrows; i++) {
 		const struct cfi_row *row = &c->rows[i], *prev = i ? &c->rows[i - 1] : NULL;
 		if (is_expr(&row->cfa) && !(prev && is_expr(&prev->cfa) &&
 					    prev->cfa.value == row->cfa.value)) {
-			printf("   0x%016" PRIx64 " CFA: ", row->loc);
-			print_expr(c, cfi_rule_expr(c->sec, &row->cfa), row->cfa.expr_len, stdout);
-			putchar('\n');
+			out_fmt("   0x%016" PRIx64 " CFA: ", row->loc);
+			print_expr(c, cfi_rule_expr(c->sec, &row->cfa), row->cfa.expr_len);
+			out_c('\n');
 		}
 		for (unsigned j = 0; j < row->nrules; j++) {
 			const struct cfi_rule *r = &row->rule[j];
 			const struct cfi_rule *p = prev ? cfi_row_rule(prev, row->regno[j]) : NULL;
 			if (!is_expr(r) || (p && p->kind == r->kind && p->value == r->value))
 				continue;
-			printf("   0x%016" PRIx64 " %s: %s", row->loc,
+			out_fmt("   0x%016" PRIx64 " %s: %s", row->loc,
 			       reg_short(c, row->regno[j], name, sizeof(name)),
 			       r->kind == BK_RULE_VAL_EXPRESSION ? "value = " : "at ");
-			print_expr(c, cfi_rule_expr(c->sec, r), r->expr_len, stdout);
-			putchar('\n');
+			print_expr(c, cfi_rule_expr(c->sec, r), r->expr_len);
+			out_c('\n');
 		}
 	}
+}
+
+static void out_hex_bytes(const uint8_t *p, size_t len)
+{
+	out_c('"');
+	for (size_t i = 0; i < len; i++)
+		out_x64(p[i], 2);
+	out_c('"');
 }
 
 static void json_rule(const struct dump_ctx *c, const struct cfi_rule *r)
@@ -317,53 +332,72 @@ static void json_rule(const struct dump_ctx *c, const struct cfi_rule *r)
 		[BK_RULE_REGISTER] = "register", [BK_RULE_EXPRESSION] = "expression",
 		[BK_RULE_VAL_EXPRESSION] = "val_expression",
 	};
-	printf("{\"rule\": \"%s\"", names[r->kind]);
+	out_s("{\"rule\": \"");
+	out_s(names[r->kind]);
+	out_c('"');
 	switch (r->kind) {
 	case BK_RULE_OFFSET:
 	case BK_RULE_VAL_OFFSET:
-		printf(", \"value\": %" PRId64, r->value);
+		out_s(", \"value\": ");
+		out_s64(r->value);
 		break;
 	case BK_RULE_REGISTER:
-		printf(", \"reg\": %u", r->reg);
+		out_s(", \"reg\": ");
+		out_u64(r->reg);
 		break;
 	case BK_RULE_EXPRESSION:
 	case BK_RULE_VAL_EXPRESSION:
-		printf(", \"expression\": ");
-		json_hex(stdout, cfi_rule_expr(c->sec, r), r->expr_len);
+		out_s(", \"expression\": ");
+		out_hex_bytes(cfi_rule_expr(c->sec, r), r->expr_len);
 		break;
 	}
-	putchar('}');
+	out_c('}');
 }
 
 static void print_rows_json(struct dump_ctx *c, const struct cfi_fde *fde)
 {
-	printf("{\"section\": \"%s\", ", c->sec_name);
+	out_s("{\"section\": \"");
+	out_s(c->sec_name);
+	out_s("\", ");
 	if (c->from_debug_file)
-		printf("\"from_debug_file\": true, ");
-	printf("\"pc_begin\": \"0x%" PRIx64 "\", \"pc_end\": \"0x%" PRIx64 "\", \"rows\": [",
-	       fde->pc_begin, fde->pc_end);
+		out_s("\"from_debug_file\": true, ");
+	out_s("\"pc_begin\": \"");
+	out_addr(fde->pc_begin);
+	out_s("\", \"pc_end\": \"");
+	out_addr(fde->pc_end);
+	out_s("\", \"rows\": [");
 	for (size_t i = 0; i < c->nrows; i++) {
 		const struct cfi_row *row = &c->rows[i];
-		printf("%s{\"loc\": \"0x%" PRIx64 "\", \"cfa\": ", i ? ", " : "", row->loc);
+		out_s(i ? ", {\"loc\": \"" : "{\"loc\": \"");
+		out_addr(row->loc);
+		out_s("\", \"cfa\": ");
 		if (row->cfa.kind == BK_RULE_CFA_REG_OFFSET) {
-			printf("{\"reg\": %u, \"offset\": %" PRId64 "}", row->cfa.reg, row->cfa.value);
+			out_s("{\"reg\": ");
+			out_u64(row->cfa.reg);
+			out_s(", \"offset\": ");
+			out_s64(row->cfa.value);
+			out_c('}');
 		} else if (row->cfa.kind == BK_RULE_CFA_EXPRESSION) {
-			printf("{\"expression\": ");
-			json_hex(stdout, cfi_rule_expr(c->sec, &row->cfa), row->cfa.expr_len);
-			putchar('}');
+			out_s("{\"expression\": ");
+			out_hex_bytes(cfi_rule_expr(c->sec, &row->cfa), row->cfa.expr_len);
+			out_c('}');
 		} else {
-			printf("null");
+			out_s("null");
 		}
-		if (c->arch && c->arch->arch == BK_ARCH_AARCH64)
-			printf(", \"ra_sign_state\": %u", row->ra_sign_state);
-		printf(", \"regs\": {");
+		if (c->arch && c->arch->arch == BK_ARCH_AARCH64) {
+			out_s(", \"ra_sign_state\": ");
+			out_u64(row->ra_sign_state);
+		}
+		out_s(", \"regs\": {");
 		for (unsigned j = 0; j < row->nrules; j++) {
-			printf("%s\"%u\": ", j ? ", " : "", row->regno[j]);
+			out_s(j ? ", \"" : "\"");
+			out_u64(row->regno[j]);
+			out_s("\": ");
 			json_rule(c, &row->rule[j]);
 		}
-		printf("}}");
+		out_s("}}");
 	}
-	printf("]}\n");
+	out_s("]}\n");
 }
 
 /* ---- Entries ------------------------------------------------------------- */
@@ -371,27 +405,27 @@ static void print_rows_json(struct dump_ctx *c, const struct cfi_fde *fde)
 static void print_cie(struct dump_ctx *c, const struct cfi_cie *cie)
 {
 	char enc[48], name[48];
-	printf("\n%08" PRIx64 " %016" PRIx64 " CIE\n", cie->off,
+	out_fmt("\n%08" PRIx64 " %016" PRIx64 " CIE\n", cie->off,
 	       cie->end_off - cie->off - (cie->offset64 ? 12 : 4));
-	printf("  Version:               %u\n", cie->version);
-	printf("  Augmentation:          \"%s\"\n", cie->augmentation);
+	out_fmt("  Version:               %u\n", cie->version);
+	out_fmt("  Augmentation:          \"%s\"\n", cie->augmentation);
 	if (cie->version == 4)
-		printf("  Address size:          %u\n  Segment size:          %u\n",
+		out_fmt("  Address size:          %u\n  Segment size:          %u\n",
 		       cie->addr_size, cie->segment_size);
-	printf("  Code alignment factor: %" PRIu64 "\n", cie->code_align);
-	printf("  Data alignment factor: %" PRId64 "\n", cie->data_align);
-	printf("  Return address column: %" PRIu64 " (%s)\n", cie->ra_reg,
+	out_fmt("  Code alignment factor: %" PRIu64 "\n", cie->code_align);
+	out_fmt("  Data alignment factor: %" PRId64 "\n", cie->data_align);
+	out_fmt("  Return address column: %" PRIu64 " (%s)\n", cie->ra_reg,
 	       reg_short(c, (unsigned)cie->ra_reg, name, sizeof(name)));
 	if (cie->has_z) {
-		printf("  FDE pointer encoding:  %s\n", enc_name(cie->fde_enc, enc, sizeof(enc)));
+		out_fmt("  FDE pointer encoding:  %s\n", enc_name(cie->fde_enc, enc, sizeof(enc)));
 		if (cie->lsda_enc != DW_EH_PE_omit)
-			printf("  LSDA encoding:         %s\n", enc_name(cie->lsda_enc, enc, sizeof(enc)));
+			out_fmt("  LSDA encoding:         %s\n", enc_name(cie->lsda_enc, enc, sizeof(enc)));
 		if (cie->personality_enc != DW_EH_PE_omit)
-			printf("  Personality:           0x%" PRIx64 " (%s)\n", cie->personality,
+			out_fmt("  Personality:           0x%" PRIx64 " (%s)\n", cie->personality,
 			       enc_name(cie->personality_enc, enc, sizeof(enc)));
 	}
 	if (cie->signal_frame)
-		printf("  Signal frame:          yes\n");
+		out_fmt("  Signal frame:          yes\n");
 	print_insns(c, cie, NULL, cie->insns, cie->insns_end);
 }
 
@@ -405,12 +439,12 @@ static void dump_fde(struct dump_ctx *c, uint64_t off)
 		return;
 	}
 	if (!c->opts->json) {
-		printf("\n%08" PRIx64 " %016" PRIx64 " FDE cie=%08" PRIx64 " pc=0x%" PRIx64
+		out_fmt("\n%08" PRIx64 " %016" PRIx64 " FDE cie=%08" PRIx64 " pc=0x%" PRIx64
 		       "..0x%" PRIx64 "\n",
 		       off, fde.end_off - off - (cie.offset64 ? 12 : 4), fde.cie_off,
 		       fde.pc_begin, fde.pc_end);
 		if (fde.has_lsda)
-			printf("  LSDA: 0x%" PRIx64 "\n", fde.lsda);
+			out_fmt("  LSDA: 0x%" PRIx64 "\n", fde.lsda);
 		if (!c->opts->rows_only)
 			print_insns(c, &cie, &fde, fde.insns, fde.insns_end);
 	}
@@ -426,7 +460,7 @@ static void dump_fde(struct dump_ctx *c, uint64_t off)
 static void dump_section(struct dump_ctx *c)
 {
 	if (!c->opts->json)
-		printf("\nContents of the %s%s section (0x%zx bytes at 0x%" PRIx64 "):\n",
+		out_fmt("\nContents of the %s%s section (0x%zx bytes at 0x%" PRIx64 "):\n",
 		       c->from_debug_file ? "separate debug file's " : "", c->sec_name,
 		       c->sec->len, c->sec->addr);
 	uint64_t off = 0;
@@ -439,7 +473,7 @@ static void dump_section(struct dump_ctx *c)
 		}
 		if (e.kind == CFI_ENTRY_TERMINATOR) {
 			if (!c->opts->json && !c->opts->rows_only)
-				printf("\n%08" PRIx64 " ZERO terminator\n", off);
+				out_fmt("\n%08" PRIx64 " ZERO terminator\n", off);
 			if (c->sec->is_eh)
 				return;
 		} else if (e.kind == CFI_ENTRY_CIE) {
@@ -485,47 +519,47 @@ static int dump_pc(struct dump_ctx *c)
 		return 0;
 	}
 	char name[48];
-	printf("%s FDE at offset 0x%" PRIx64 " (CIE at 0x%" PRIx64 "), pc=0x%" PRIx64
+	out_fmt("%s FDE at offset 0x%" PRIx64 " (CIE at 0x%" PRIx64 "), pc=0x%" PRIx64
 	       "..0x%" PRIx64 "\n", c->sec_name, fde.off, fde.cie_off, fde.pc_begin, fde.pc_end);
-	printf("row in force at 0x%" PRIx64 ": 0x%" PRIx64 "..0x%" PRIx64 "\n", c->opts->pc,
+	out_fmt("row in force at 0x%" PRIx64 ": 0x%" PRIx64 "..0x%" PRIx64 "\n", c->opts->pc,
 	       row.loc, row.loc_end);
-	printf("  %-8s ", "CFA");
+	out_fmt("  %-8s ", "CFA");
 	if (row.cfa.kind == BK_RULE_CFA_REG_OFFSET)
-		printf("%s%+" PRId64 "\n", reg_short(c, row.cfa.reg, name, sizeof(name)), row.cfa.value);
+		out_fmt("%s%+" PRId64 "\n", reg_short(c, row.cfa.reg, name, sizeof(name)), row.cfa.value);
 	else if (row.cfa.kind == BK_RULE_CFA_EXPRESSION) {
-		print_expr(c, cfi_rule_expr(c->sec, &row.cfa), row.cfa.expr_len, stdout);
-		putchar('\n');
+		print_expr(c, cfi_rule_expr(c->sec, &row.cfa), row.cfa.expr_len);
+		out_c('\n');
 	} else
-		printf("undefined\n");
+		out_fmt("undefined\n");
 	for (unsigned j = 0; j < row.nrules; j++) {
 		const struct cfi_rule *r = &row.rule[j];
 		char other[48];
-		printf("  %-8s ", reg_short(c, row.regno[j], name, sizeof(name)));
+		out_fmt("  %-8s ", reg_short(c, row.regno[j], name, sizeof(name)));
 		switch (r->kind) {
-		case BK_RULE_UNDEFINED: printf("undefined"); break;
-		case BK_RULE_SAME_VALUE: printf("same value"); break;
-		case BK_RULE_OFFSET: printf("[CFA%+" PRId64 "]", r->value); break;
-		case BK_RULE_VAL_OFFSET: printf("CFA%+" PRId64, r->value); break;
-		case BK_RULE_REGISTER: printf("%s", reg_short(c, r->reg, other, sizeof(other))); break;
+		case BK_RULE_UNDEFINED: out_fmt("undefined"); break;
+		case BK_RULE_SAME_VALUE: out_fmt("same value"); break;
+		case BK_RULE_OFFSET: out_fmt("[CFA%+" PRId64 "]", r->value); break;
+		case BK_RULE_VAL_OFFSET: out_fmt("CFA%+" PRId64, r->value); break;
+		case BK_RULE_REGISTER: out_fmt("%s", reg_short(c, r->reg, other, sizeof(other))); break;
 		case BK_RULE_EXPRESSION:
-			printf("[");
-			print_expr(c, cfi_rule_expr(c->sec, r), r->expr_len, stdout);
-			printf("]");
+			out_fmt("[");
+			print_expr(c, cfi_rule_expr(c->sec, r), r->expr_len);
+			out_fmt("]");
 			break;
 		case BK_RULE_VAL_EXPRESSION:
-			print_expr(c, cfi_rule_expr(c->sec, r), r->expr_len, stdout);
+			print_expr(c, cfi_rule_expr(c->sec, r), r->expr_len);
 			break;
 		}
 		if (row.regno[j] == cie.ra_reg)
-			printf("   (return address)");
-		putchar('\n');
+			out_fmt("   (return address)");
+		out_c('\n');
 	}
 	if (row.args_size)
-		printf("  args_size %" PRIu64 "\n", row.args_size);
+		out_fmt("  args_size %" PRIu64 "\n", row.args_size);
 	if (c->arch && c->arch->arch == BK_ARCH_AARCH64)
-		printf("  ra_sign_state %u\n", row.ra_sign_state);
+		out_fmt("  ra_sign_state %u\n", row.ra_sign_state);
 	if (cie.signal_frame)
-		printf("  (signal frame)\n");
+		out_fmt("  (signal frame)\n");
 	return 0;
 }
 
@@ -571,14 +605,14 @@ static int dump_file(const char *path, const struct dump_opts *opts)
 	}
 	struct dump_ctx c = { .opts = opts, .path = path, .arch = ldr->arch };
 	if (!opts->json && !opts->have_pc) {
-		printf("%s: ELF%u %s", path, ldr->elf_class == 2 ? 64 : 32,
+		out_fmt("%s: ELF%u %s", path, ldr->elf_class == 2 ? 64 : 32,
 		       ldr->arch ? ldr->arch->name : "(unknown machine)");
 		if (ldr->build_id_len) {
-			printf(", build-id ");
+			out_fmt(", build-id ");
 			for (size_t i = 0; i < ldr->build_id_len; i++)
-				printf("%02x", ldr->build_id[i]);
+				out_fmt("%02x", ldr->build_id[i]);
 		}
-		putchar('\n');
+		out_c('\n');
 	}
 	bool pc_found = false;
 	int nsec = dump_ldr(&c, ldr, false, &pc_found);
@@ -588,7 +622,7 @@ static int dump_file(const char *path, const struct dump_opts *opts)
 			cli_error(path, "no separate debug file found (%s)", bk_strerror(err));
 		} else {
 			if (!opts->json && !opts->have_pc)
-				printf("\nseparate debug file: %s\n", dbg->path);
+				out_fmt("\nseparate debug file: %s\n", dbg->path);
 			nsec += dump_ldr(&c, dbg, true, &pc_found);
 		}
 	}
@@ -645,7 +679,7 @@ int cmd_dump(int argc, char **argv)
 			}
 			break;
 		case 'h':
-			printf("usage: backstep dump [--rows] [--json] [--pc ADDR] "
+			out_fmt("usage: backstep dump [--rows] [--json] [--pc ADDR] "
 			       "[--section eh|debug] [--debug-file] FILE...\n");
 			return 0;
 		default:
@@ -659,5 +693,6 @@ int cmd_dump(int argc, char **argv)
 	int status = 0;
 	for (int i = optind; i < argc; i++)
 		status |= dump_file(argv[i], &opts);
+	out_flush();
 	return status;
 }
