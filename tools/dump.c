@@ -219,27 +219,49 @@ static int compute_rows(struct dump_ctx *c, const struct cfi_cie *cie, const str
 	return err;
 }
 
-static void rule_cell(const struct dump_ctx *c, const struct cfi_rule *r, char *buf, size_t len)
+/* "c-16": PREFIX then V with an explicit sign; no printf, this is per cell. */
+static void cell_signed(char *buf, const char *prefix, int64_t v)
+{
+	size_t n = strlen(prefix);
+	memcpy(buf, prefix, n);
+	buf[n++] = v < 0 ? '-' : '+';
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	char tmp[24];
+	int i = sizeof(tmp);
+	do {
+		tmp[--i] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	memcpy(buf + n, tmp + i, sizeof(tmp) - i);
+	buf[n + sizeof(tmp) - i] = 0;
+}
+
+/* BUF must hold 64 bytes. */
+static void rule_cell(const struct dump_ctx *c, const struct cfi_rule *r, char *buf)
 {
 	char tmp[48];
+	const char *text = "?";
 	if (!r) {
-		snprintf(buf, len, ".");
-		return;
+		text = ".";
+	} else {
+		switch (r->kind) {
+		case BK_RULE_UNDEFINED: text = "u"; break;
+		case BK_RULE_SAME_VALUE: text = "s"; break;
+		case BK_RULE_OFFSET: cell_signed(buf, "c", r->value); return;
+		case BK_RULE_VAL_OFFSET: cell_signed(buf, "v", r->value); return;
+		case BK_RULE_REGISTER: text = reg_short(c, r->reg, tmp, sizeof(tmp)); break;
+		case BK_RULE_EXPRESSION: text = "exp"; break;
+		case BK_RULE_VAL_EXPRESSION: text = "vexp"; break;
+		case BK_RULE_CFA_REG_OFFSET:
+			cell_signed(buf, reg_short(c, r->reg, tmp, sizeof(tmp)), r->value);
+			return;
+		case BK_RULE_CFA_EXPRESSION: text = "exp"; break;
+		}
 	}
-	switch (r->kind) {
-	case BK_RULE_UNDEFINED: snprintf(buf, len, "u"); break;
-	case BK_RULE_SAME_VALUE: snprintf(buf, len, "s"); break;
-	case BK_RULE_OFFSET: snprintf(buf, len, "c%+" PRId64, r->value); break;
-	case BK_RULE_VAL_OFFSET: snprintf(buf, len, "v%+" PRId64, r->value); break;
-	case BK_RULE_REGISTER: snprintf(buf, len, "%s", reg_short(c, r->reg, tmp, sizeof(tmp))); break;
-	case BK_RULE_EXPRESSION: snprintf(buf, len, "exp"); break;
-	case BK_RULE_VAL_EXPRESSION: snprintf(buf, len, "vexp"); break;
-	case BK_RULE_CFA_REG_OFFSET:
-		snprintf(buf, len, "%s%+" PRId64, reg_short(c, r->reg, tmp, sizeof(tmp)), r->value);
-		break;
-	case BK_RULE_CFA_EXPRESSION: snprintf(buf, len, "exp"); break;
-	default: snprintf(buf, len, "?"); break;
-	}
+	size_t n = strlen(text);
+	n = n < 63 ? n : 63;
+	memcpy(buf, text, n);
+	buf[n] = 0;
 }
 
 static bool is_expr(const struct cfi_rule *r)
@@ -280,13 +302,13 @@ static void print_row_table(struct dump_ctx *c, unsigned ra_reg)
 	out_c('\n');
 	for (size_t i = 0; i < c->nrows; i++) {
 		const struct cfi_row *row = &c->rows[i];
-		rule_cell(c, row->cfa.kind ? &row->cfa : NULL, cell, sizeof(cell));
+		rule_cell(c, row->cfa.kind ? &row->cfa : NULL, cell);
 		out_s("   0x");
 		out_x64(row->loc, 16);
 		out_c(' ');
 		out_pad(cell, 10);
 		for (size_t k = 0; k < ncols; k++) {
-			rule_cell(c, cfi_row_rule(row, cols[k]), cell, sizeof(cell));
+			rule_cell(c, cfi_row_rule(row, cols[k]), cell);
 			out_pad(cell, 7);
 		}
 		if (c->arch && c->arch->arch == BK_ARCH_AARCH64 && row->ra_sign_state)

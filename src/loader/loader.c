@@ -1,1 +1,937 @@
-/* in progress */ typedef int bk_placeholder_loader;
+/* ELF images: identity, PT_LOAD segments, load bias, the unwind sections,
+ * build-id / debuglink and the search for separate debug files.
+ *
+ * Invariant: once ldr_open_* returns an ldr_elf, every pointer it holds
+ * (section data, the image) lies inside memory the ldr_elf owns — the
+ * private read-only mapping of the file or our copy of the memory image, or
+ * a decompressed buffer — and every offset/size taken from the file was
+ * checked against the image size before it was used. Bytes of an ELF are
+ * hostile: the ELF header, the program and section header tables are
+ * bounds-checked here *before* libelf sees them (libelf silently drops a
+ * truncated section table, which would hide corruption), then libelf does
+ * the class-independent decoding (gelf_getphdr / gelf_getshdr / elf_strptr).
+ * The Elf handle is ended before open returns; nothing keeps an fd.
+ *
+ * We never ask libelf to modify anything: elf_compress() on an elf_memory()
+ * handle over a read-only mapping writes the section header in place and
+ * faults (checked with elfutils 0.188), so SHF_COMPRESSED sections are
+ * inflated here with zlib, whose allocations go through the funnel too.
+ *
+ * Trusts the caller for: valid pointers; nothing else. Cold: allocates.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gelf.h>
+#include <libelf.h>
+#include <zlib.h>
+
+#include "loader.h"
+#include "../base/dwarf.h"
+
+/* Largest section we inflate. Larger claims are corrupt, not slow. */
+#define LDR_MAX_INFLATED ((uint64_t)1 << 30)
+/* Deflate cannot expand by more than 1032:1; a claimed size beyond that
+ * is corrupt, and rejecting it early avoids a huge allocation for a tiny
+ * hostile input. */
+#define LDR_MAX_INFLATE_RATIO 1032u
+/* At most one buffer per tracked section. */
+#define LDR_MAX_OWNED 8
+
+#define PAGE_4K 4096u
+
+struct ldr_priv {
+	const uint8_t *image;
+	size_t image_len;
+	bool mapped;                 /* munmap() the image, else base_free() */
+	uint8_t *owned[LDR_MAX_OWNED]; /* inflated section contents */
+	size_t nowned;
+};
+
+/* What the pre-validation found in the ELF header. */
+struct ldr_layout {
+	bool is64;
+	size_t phnum, shnum, shstrndx; /* after PN_XNUM / SHN_XINDEX escapes */
+};
+
+/* ---- Small helpers ------------------------------------------------------- */
+
+static bool in_image(size_t image_len, uint64_t off, uint64_t len)
+{
+	return off <= image_len && len <= image_len - off;
+}
+
+static uint64_t rd_le(const uint8_t *p, unsigned n)
+{
+	uint64_t x = 0;
+	for (unsigned i = 0; i < n; i++)
+		x |= (uint64_t)p[i] << (8 * i);
+	return x;
+}
+
+static char *str_dup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = base_alloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+/* Concatenate up to four strings (NULL ones are skipped). */
+static char *str_cat4(const char *a, const char *b, const char *c, const char *d)
+{
+	const char *parts[4] = { a, b, c, d };
+	size_t n = 1;
+	for (size_t i = 0; i < 4; i++)
+		if (parts[i])
+			n += strlen(parts[i]);
+	char *s = base_alloc(n);
+	if (!s)
+		return NULL;
+	char *w = s;
+	for (size_t i = 0; i < 4; i++) {
+		if (!parts[i])
+			continue;
+		size_t l = strlen(parts[i]);
+		memcpy(w, parts[i], l);
+		w += l;
+	}
+	*w = '\0';
+	return s;
+}
+
+static int priv_own(struct ldr_priv *pv, uint8_t *p)
+{
+	if (pv->nowned >= LDR_MAX_OWNED)
+		return BK_E_LIMIT; /* cannot happen: one per tracked section */
+	pv->owned[pv->nowned++] = p;
+	return 0;
+}
+
+/* ---- Header pre-validation ------------------------------------------------ */
+
+/* Checks e_ident, the header size and that both header tables lie inside the
+ * image, resolving the PN_XNUM / SHN_XINDEX escapes through section 0. */
+static int check_layout(const uint8_t *img, size_t len, struct ldr_layout *lay)
+{
+	if (len < SELFMAG || memcmp(img, ELFMAG, SELFMAG) != 0)
+		return BK_E_NOT_ELF;
+	if (len < EI_NIDENT)
+		return BK_CORRUPT;
+	uint8_t cls = img[EI_CLASS], data = img[EI_DATA];
+	if (cls != ELFCLASS32 && cls != ELFCLASS64)
+		return BK_CORRUPT;
+	if (data == ELFDATA2MSB)
+		return BK_E_UNSUPPORTED;
+	if (data != ELFDATA2LSB || img[EI_VERSION] != EV_CURRENT)
+		return BK_CORRUPT;
+
+	bool is64 = cls == ELFCLASS64;
+	size_t ehdr_size = is64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
+	size_t phent = is64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr);
+	size_t shent = is64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
+	if (len < ehdr_size)
+		return BK_CORRUPT;
+
+	uint64_t phoff, shoff;
+	uint16_t e_phentsize, e_phnum, e_shentsize, e_shnum, e_shstrndx;
+	if (is64) {
+		phoff = rd_le(img + offsetof(Elf64_Ehdr, e_phoff), 8);
+		shoff = rd_le(img + offsetof(Elf64_Ehdr, e_shoff), 8);
+		e_phentsize = (uint16_t)rd_le(img + offsetof(Elf64_Ehdr, e_phentsize), 2);
+		e_phnum = (uint16_t)rd_le(img + offsetof(Elf64_Ehdr, e_phnum), 2);
+		e_shentsize = (uint16_t)rd_le(img + offsetof(Elf64_Ehdr, e_shentsize), 2);
+		e_shnum = (uint16_t)rd_le(img + offsetof(Elf64_Ehdr, e_shnum), 2);
+		e_shstrndx = (uint16_t)rd_le(img + offsetof(Elf64_Ehdr, e_shstrndx), 2);
+	} else {
+		phoff = rd_le(img + offsetof(Elf32_Ehdr, e_phoff), 4);
+		shoff = rd_le(img + offsetof(Elf32_Ehdr, e_shoff), 4);
+		e_phentsize = (uint16_t)rd_le(img + offsetof(Elf32_Ehdr, e_phentsize), 2);
+		e_phnum = (uint16_t)rd_le(img + offsetof(Elf32_Ehdr, e_phnum), 2);
+		e_shentsize = (uint16_t)rd_le(img + offsetof(Elf32_Ehdr, e_shentsize), 2);
+		e_shnum = (uint16_t)rd_le(img + offsetof(Elf32_Ehdr, e_shnum), 2);
+		e_shstrndx = (uint16_t)rd_le(img + offsetof(Elf32_Ehdr, e_shstrndx), 2);
+	}
+
+	/* Section 0 carries the escaped counts (gABI "Extended section numbering"). */
+	uint64_t sh0_size = 0, sh0_link = 0, sh0_info = 0;
+	size_t shnum = 0, shstrndx = 0;
+	if (shoff != 0) {
+		if (e_shentsize != shent || !in_image(len, shoff, shent))
+			return BK_CORRUPT;
+		const uint8_t *sh0 = img + shoff;
+		if (is64) {
+			sh0_size = rd_le(sh0 + offsetof(Elf64_Shdr, sh_size), 8);
+			sh0_link = rd_le(sh0 + offsetof(Elf64_Shdr, sh_link), 4);
+			sh0_info = rd_le(sh0 + offsetof(Elf64_Shdr, sh_info), 4);
+		} else {
+			sh0_size = rd_le(sh0 + offsetof(Elf32_Shdr, sh_size), 4);
+			sh0_link = rd_le(sh0 + offsetof(Elf32_Shdr, sh_link), 4);
+			sh0_info = rd_le(sh0 + offsetof(Elf32_Shdr, sh_info), 4);
+		}
+		uint64_t n = e_shnum ? e_shnum : sh0_size;
+		if (n > (len - shoff) / shent)
+			return BK_CORRUPT;
+		shnum = (size_t)n;
+		uint64_t x = e_shstrndx == SHN_XINDEX ? sh0_link : e_shstrndx;
+		if (x != SHN_UNDEF && x >= shnum)
+			return BK_CORRUPT;
+		shstrndx = (size_t)x;
+	} else if (e_shnum != 0) {
+		return BK_CORRUPT; /* a section table at offset 0 would be the ELF header */
+	}
+
+	uint64_t phnum = e_phnum;
+	if (e_phnum == PN_XNUM) {
+		if (shnum == 0)
+			return BK_CORRUPT;
+		phnum = sh0_info;
+	}
+	if (phnum != 0) {
+		if (e_phentsize != phent || phoff > len || phnum > (len - phoff) / phent)
+			return BK_CORRUPT;
+	}
+
+	lay->is64 = is64;
+	lay->phnum = (size_t)phnum;
+	lay->shnum = shnum;
+	lay->shstrndx = shstrndx;
+	return 0;
+}
+
+/* ---- Compressed sections -------------------------------------------------- */
+
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
+{
+	(void)opaque;
+	return base_alloc((size_t)items * size);
+}
+
+static void z_free(voidpf opaque, voidpf p)
+{
+	(void)opaque;
+	base_free(p);
+}
+
+/* Inflate exactly OUT_LEN bytes from a zlib stream. */
+static int inflate_exact(const uint8_t *src, size_t src_len, uint64_t out_len, uint8_t **out)
+{
+	if (out_len > LDR_MAX_INFLATED ||
+	    out_len / LDR_MAX_INFLATE_RATIO > src_len + 1)
+		return BK_CORRUPT;
+	uint8_t *dst = base_alloc((size_t)out_len);
+	if (!dst)
+		return BK_E_NOMEM;
+
+	z_stream zs;
+	memset(&zs, 0, sizeof(zs));
+	zs.zalloc = z_alloc;
+	zs.zfree = z_free;
+	int zr = inflateInit(&zs);
+	if (zr != Z_OK) {
+		base_free(dst);
+		return zr == Z_MEM_ERROR ? BK_E_NOMEM : BK_CORRUPT;
+	}
+	/* A stream for at most 1 GiB of output never needs 4 GiB of input. */
+	zs.next_in = (Bytef *)src;
+	zs.avail_in = src_len > UINT_MAX ? UINT_MAX : (uInt)src_len;
+	zs.next_out = dst;
+	zs.avail_out = (uInt)out_len;
+	zr = inflate(&zs, Z_FINISH);
+	uint64_t got = zs.total_out;
+	inflateEnd(&zs);
+	if (zr == Z_MEM_ERROR) {
+		base_free(dst);
+		return BK_E_NOMEM;
+	}
+	if (zr != Z_STREAM_END || got != out_len) {
+		base_free(dst);
+		return BK_CORRUPT;
+	}
+	*out = dst;
+	return 0;
+}
+
+/* SHF_COMPRESSED contents: an Elf32/64_Chdr then the stream. An unknown
+ * ch_type gives BK_E_UNSUPPORTED, which the caller turns into "section
+ * absent" so the rest of the file stays usable. */
+static int inflate_chdr(const uint8_t *p, size_t len, bool is64, uint8_t **out, size_t *out_len)
+{
+	size_t chdr = is64 ? sizeof(Elf64_Chdr) : sizeof(Elf32_Chdr);
+	if (len < chdr)
+		return BK_CORRUPT;
+	uint32_t type = (uint32_t)rd_le(p, 4);
+	uint64_t size = is64 ? rd_le(p + offsetof(Elf64_Chdr, ch_size), 8)
+			     : rd_le(p + offsetof(Elf32_Chdr, ch_size), 4);
+	if (type != ELFCOMPRESS_ZLIB)
+		return BK_E_UNSUPPORTED;
+	int err = inflate_exact(p + chdr, len - chdr, size, out);
+	if (!err)
+		*out_len = (size_t)size;
+	return err;
+}
+
+/* Legacy .zdebug_*: "ZLIB", 8-byte big-endian size, the stream. */
+static int inflate_zdebug(const uint8_t *p, size_t len, uint8_t **out, size_t *out_len)
+{
+	if (len < 12 || memcmp(p, "ZLIB", 4) != 0)
+		return BK_CORRUPT;
+	uint64_t size = 0;
+	for (int i = 4; i < 12; i++)
+		size = size << 8 | p[i];
+	int err = inflate_exact(p + 12, len - 12, size, out);
+	if (!err)
+		*out_len = (size_t)size;
+	return err;
+}
+
+/* ---- Notes and debuglink --------------------------------------------------- */
+
+/* Scan one note area for NT_GNU_BUILD_ID. The area is in the image; a
+ * malformed note ends the scan without error (notes are advisory). */
+static void scan_notes(struct ldr_elf *e, const uint8_t *p, size_t len, uint64_t align)
+{
+	size_t a = align == 8 ? 8 : 4;
+	struct buf b = buf_make(p, len);
+	while (e->build_id_len == 0 && buf_left(&b) >= 12) {
+		uint32_t namesz = 0, descsz = 0, type = 0;
+		if (buf_u32(&b, &namesz) || buf_u32(&b, &descsz) || buf_u32(&b, &type))
+			return;
+		const uint8_t *name = b.p;
+		if (buf_skip(&b, namesz))
+			return;
+		size_t pad = (a - (size_t)(b.p - p) % a) % a;
+		if (buf_skip(&b, pad < buf_left(&b) ? pad : buf_left(&b)))
+			return;
+		const uint8_t *desc = b.p;
+		if (buf_skip(&b, descsz))
+			return;
+		pad = (a - (size_t)(b.p - p) % a) % a;
+		buf_skip(&b, pad < buf_left(&b) ? pad : buf_left(&b));
+		if (type == NT_GNU_BUILD_ID && namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
+		    descsz > 0 && descsz <= LDR_MAX_BUILD_ID) {
+			memcpy(e->build_id, desc, descsz);
+			e->build_id_len = descsz;
+		}
+	}
+}
+
+/* .gnu_debuglink: NUL-terminated file name, pad to 4, CRC32. */
+static int parse_debuglink(struct ldr_elf *e, const uint8_t *p, size_t len)
+{
+	const uint8_t *nul = memchr(p, 0, len);
+	if (!nul || nul == p)
+		return 0; /* malformed: ignore, as for notes */
+	size_t crc_off = ((size_t)(nul - p) + 1 + 3) & ~(size_t)3;
+	if (crc_off > len || len - crc_off < 4)
+		return 0;
+	char *name = str_dup((const char *)p);
+	if (!name)
+		return BK_E_NOMEM;
+	e->debuglink = name;
+	e->debuglink_crc = (uint32_t)rd_le(p + crc_off, 4);
+	return 0;
+}
+
+/* ---- .eh_frame through PT_GNU_EH_FRAME ------------------------------------- */
+
+/* The PT_LOAD whose file bytes hold VADDR: file offset and bytes left. */
+static bool seg_file_span(const struct ldr_elf *e, uint64_t vaddr, uint64_t *off, uint64_t *avail)
+{
+	for (size_t i = 0; i < e->nsegs; i++) {
+		const struct ldr_segment *s = &e->segs[i];
+		if (vaddr >= s->vaddr && vaddr - s->vaddr < s->filesz) {
+			*off = s->file_off + (vaddr - s->vaddr);
+			*avail = s->filesz - (vaddr - s->vaddr);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* An .eh_frame_hdr pointer (LSB "DWARF Exception Header Encoding"):
+ * pcrel is relative to the field, datarel to the start of .eh_frame_hdr. */
+static int hdr_ptr(struct buf *b, uint8_t enc, uint8_t addr_size, uint64_t field_addr,
+		   uint64_t hdr_addr, uint64_t *out)
+{
+	uint64_t v;
+	int err;
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr:
+		err = buf_uN(b, addr_size, &v);
+		break;
+	case DW_EH_PE_udata2:
+	case DW_EH_PE_sdata2:
+		err = buf_uN(b, 2, &v);
+		if (!err && (enc & 0x0f) == DW_EH_PE_sdata2)
+			v = (uint64_t)base_sext(v, 16);
+		break;
+	case DW_EH_PE_udata4:
+	case DW_EH_PE_sdata4:
+		err = buf_uN(b, 4, &v);
+		if (!err && (enc & 0x0f) == DW_EH_PE_sdata4)
+			v = (uint64_t)base_sext(v, 32);
+		break;
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		err = buf_uN(b, 8, &v);
+		break;
+	default:
+		return BK_E_UNSUPPORTED;
+	}
+	if (err)
+		return err;
+	switch (enc & 0x70) {
+	case DW_EH_PE_absptr:
+		break;
+	case DW_EH_PE_pcrel:
+		v += field_addr;
+		break;
+	case DW_EH_PE_datarel:
+		v += hdr_addr;
+		break;
+	default:
+		return BK_E_UNSUPPORTED;
+	}
+	if (enc & DW_EH_PE_indirect)
+		return BK_E_UNSUPPORTED;
+	if (addr_size == 4)
+		v &= 0xffffffffu;
+	*out = v;
+	return 0;
+}
+
+/* Fill .eh_frame_hdr from the segment when no section header names it, and
+ * .eh_frame from its eh_frame_ptr when no section header names that. A
+ * header we cannot follow leaves the section absent: unwind data is the
+ * CFI layer's to judge, not a reason to refuse the file. */
+static void eh_from_segment(struct ldr_elf *e, const uint8_t *img, bool hdr_shdr, bool eh_shdr)
+{
+	uint64_t off, avail;
+	if (!hdr_shdr && e->has_eh_frame_hdr_seg &&
+	    seg_file_span(e, e->eh_frame_hdr_vaddr, &off, &avail)) {
+		struct ldr_section *h = &e->eh_frame_hdr;
+		h->present = true;
+		h->data = img + off;
+		h->len = (size_t)(e->eh_frame_hdr_memsz < avail ? e->eh_frame_hdr_memsz : avail);
+		h->addr = e->eh_frame_hdr_vaddr;
+		h->file_off = off;
+	}
+	if (eh_shdr || !e->eh_frame_hdr.data)
+		return;
+
+	/* LSB: version, eh_frame_ptr_enc, fde_count_enc, table_enc, eh_frame_ptr. */
+	const struct ldr_section *h = &e->eh_frame_hdr;
+	struct buf b = buf_make(h->data, h->len);
+	uint8_t version, ptr_enc, count_enc, table_enc;
+	uint64_t eh_addr;
+	if (buf_u8(&b, &version) || version != 1 || buf_u8(&b, &ptr_enc) ||
+	    buf_u8(&b, &count_enc) || buf_u8(&b, &table_enc) || ptr_enc == DW_EH_PE_omit ||
+	    hdr_ptr(&b, ptr_enc, e->addr_size, h->addr + (uint64_t)(b.p - h->data), h->addr,
+		    &eh_addr))
+		return;
+	if (!seg_file_span(e, eh_addr, &off, &avail) || avail > SIZE_MAX)
+		return;
+	struct ldr_section *s = &e->eh_frame;
+	s->present = true;
+	s->data = img + off;
+	s->len = (size_t)avail;
+	s->addr = eh_addr;
+	s->file_off = off;
+}
+
+/* ---- Open ------------------------------------------------------------------ */
+
+enum { SEC_EH_FRAME, SEC_EH_FRAME_HDR, SEC_DEBUG_FRAME, SEC_TEXT, SEC_GOT, SEC_ZDEBUG_FRAME, SEC_N };
+
+static const char *const tracked_names[SEC_N] = {
+	".eh_frame", ".eh_frame_hdr", ".debug_frame", ".text", ".got", ".zdebug_frame",
+};
+
+static int read_segments(struct ldr_elf *e, Elf *elf, const struct ldr_layout *lay, size_t len)
+{
+	size_t nload = 0;
+	for (size_t i = 0; i < lay->phnum; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return BK_CORRUPT;
+		if (ph.p_filesz && !in_image(len, ph.p_offset, ph.p_filesz))
+			return BK_CORRUPT;
+		if (ph.p_type == PT_LOAD) {
+			if (ph.p_filesz > ph.p_memsz || ph.p_vaddr + ph.p_memsz < ph.p_vaddr)
+				return BK_CORRUPT;
+			nload++;
+		}
+	}
+	if (nload) {
+		e->segs = base_calloc(nload, sizeof(*e->segs));
+		if (!e->segs)
+			return BK_E_NOMEM;
+	}
+
+	bool have_min = false;
+	uint64_t min_vaddr = 0; /* lowest p_vaddr; e->min_vaddr is it rounded */
+	for (size_t i = 0; i < lay->phnum; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return BK_CORRUPT;
+		switch (ph.p_type) {
+		case PT_LOAD: {
+			struct ldr_segment *s = &e->segs[e->nsegs++];
+			s->vaddr = ph.p_vaddr;
+			s->memsz = ph.p_memsz;
+			s->file_off = ph.p_offset;
+			s->filesz = ph.p_filesz;
+			s->flags = ph.p_flags;
+			if (!have_min || ph.p_vaddr < min_vaddr) {
+				uint64_t align = ph.p_align > 1 ? ph.p_align : PAGE_4K;
+				min_vaddr = ph.p_vaddr;
+				e->min_vaddr = ph.p_vaddr - ph.p_vaddr % align;
+				have_min = true;
+			}
+			break;
+		}
+		case PT_GNU_EH_FRAME:
+			e->has_eh_frame_hdr_seg = true;
+			e->eh_frame_hdr_vaddr = ph.p_vaddr;
+			e->eh_frame_hdr_memsz = ph.p_memsz;
+			break;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
+static int fill_section(struct ldr_elf *e, struct ldr_priv *pv, int which, const GElf_Shdr *sh,
+			const uint8_t *img)
+{
+	struct ldr_section *s;
+	switch (which) {
+	case SEC_EH_FRAME: s = &e->eh_frame; break;
+	case SEC_EH_FRAME_HDR: s = &e->eh_frame_hdr; break;
+	case SEC_DEBUG_FRAME:
+	case SEC_ZDEBUG_FRAME: s = &e->debug_frame; break;
+	case SEC_TEXT: s = &e->text; break;
+	default: s = &e->got; break;
+	}
+	/* SHT_NOBITS (e.g. .eh_frame in an --only-keep-debug file): absent, so
+	 * nobody reads bytes that are not there. */
+	if (sh->sh_type == SHT_NOBITS)
+		return 0;
+
+	const uint8_t *p = img + sh->sh_offset;
+	size_t len = (size_t)sh->sh_size;
+	uint8_t *inflated = NULL;
+	size_t inflated_len = 0;
+	int err = 0;
+	if (sh->sh_flags & SHF_COMPRESSED)
+		err = inflate_chdr(p, len, e->elf_class == ELFCLASS64, &inflated, &inflated_len);
+	else if (which == SEC_ZDEBUG_FRAME)
+		err = inflate_zdebug(p, len, &inflated, &inflated_len);
+	if (err == BK_E_UNSUPPORTED)
+		return 0; /* a compression we do not know: leave the section absent */
+	if (err)
+		return err;
+	if (inflated) {
+		err = priv_own(pv, inflated);
+		if (err) {
+			base_free(inflated);
+			return err;
+		}
+		p = inflated;
+		len = inflated_len;
+	}
+	s->present = true;
+	s->data = p;
+	s->len = len;
+	s->addr = sh->sh_addr;
+	s->file_off = sh->sh_offset;
+	s->was_compressed = inflated != NULL;
+	return 0;
+}
+
+static int read_sections(struct ldr_elf *e, struct ldr_priv *pv, Elf *elf,
+			 const struct ldr_layout *lay, const uint8_t *img, size_t len)
+{
+	size_t found[SEC_N] = { 0 }; /* section index, 0: none */
+	GElf_Shdr shdrs[SEC_N];
+	size_t link_idx = 0;
+	GElf_Shdr link_sh = { 0 };
+
+	for (size_t i = 1; i < lay->shnum; i++) {
+		Elf_Scn *scn = elf_getscn(elf, i);
+		GElf_Shdr sh;
+		if (!scn || !gelf_getshdr(scn, &sh))
+			return BK_CORRUPT;
+		if (sh.sh_type != SHT_NOBITS && sh.sh_size &&
+		    !in_image(len, sh.sh_offset, sh.sh_size))
+			return BK_CORRUPT;
+		if (sh.sh_type == SHT_NOTE && sh.sh_size)
+			scan_notes(e, img + sh.sh_offset, (size_t)sh.sh_size, sh.sh_addralign);
+		if (lay->shstrndx == SHN_UNDEF)
+			continue;
+		const char *name = elf_strptr(elf, lay->shstrndx, sh.sh_name);
+		if (!name)
+			continue;
+		for (int k = 0; k < SEC_N; k++) {
+			if (!found[k] && strcmp(name, tracked_names[k]) == 0) {
+				found[k] = i;
+				shdrs[k] = sh;
+			}
+		}
+		if (!link_idx && sh.sh_type != SHT_NOBITS && strcmp(name, ".gnu_debuglink") == 0) {
+			link_idx = i;
+			link_sh = sh;
+		}
+	}
+
+	for (int k = 0; k < SEC_N; k++) {
+		if (!found[k] || (k == SEC_ZDEBUG_FRAME && found[SEC_DEBUG_FRAME]))
+			continue;
+		int err = fill_section(e, pv, k, &shdrs[k], img);
+		if (err)
+			return err;
+	}
+	if (link_idx && link_sh.sh_size) {
+		int err = parse_debuglink(e, img + link_sh.sh_offset, (size_t)link_sh.sh_size);
+		if (err)
+			return err;
+	}
+	eh_from_segment(e, img, found[SEC_EH_FRAME_HDR] != 0, found[SEC_EH_FRAME] != 0);
+	return 0;
+}
+
+/* Notes from PT_NOTE segments, when no SHT_NOTE section had a build-id
+ * (sections first: in a debug file the segments may describe bytes that
+ * were dropped). */
+static int read_note_segments(struct ldr_elf *e, Elf *elf, const struct ldr_layout *lay,
+			      const uint8_t *img)
+{
+	for (size_t i = 0; i < lay->phnum && e->build_id_len == 0; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return BK_CORRUPT;
+		if (ph.p_type == PT_NOTE && ph.p_filesz)
+			scan_notes(e, img + ph.p_offset, (size_t)ph.p_filesz, ph.p_align);
+	}
+	return 0;
+}
+
+static int parse_image(struct ldr_elf *e, struct ldr_priv *pv)
+{
+	const uint8_t *img = pv->image;
+	size_t len = pv->image_len;
+	struct ldr_layout lay;
+	int err = check_layout(img, len, &lay);
+	if (err)
+		return err;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return BK_E_UNSUPPORTED;
+	/* ELF_C_READ_MMAP semantics: libelf reads the image in place and never
+	 * writes to it unless asked to modify, which we never do. */
+	Elf *elf = elf_memory((char *)img, len);
+	if (!elf)
+		return BK_CORRUPT;
+	GElf_Ehdr eh;
+	size_t n;
+	err = BK_CORRUPT;
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
+		goto out;
+	/* libelf must agree with the pre-validation about the tables. */
+	if (elf_getphdrnum(elf, &n) || n != lay.phnum)
+		goto out;
+	if (elf_getshdrnum(elf, &n) || n != lay.shnum)
+		goto out;
+
+	e->machine = eh.e_machine;
+	e->type = eh.e_type;
+	e->elf_class = lay.is64 ? ELFCLASS64 : ELFCLASS32;
+	e->addr_size = lay.is64 ? 8 : 4;
+	e->entry = eh.e_entry;
+	e->arch = arch_from_elf_machine(eh.e_machine);
+	if (e->arch && e->arch->addr_size != e->addr_size)
+		e->arch = NULL; /* e.g. x32 or ILP32: not an ABI we unwind */
+
+	err = read_segments(e, elf, &lay, len);
+	if (!err)
+		err = read_sections(e, pv, elf, &lay, img, len);
+	if (!err)
+		err = read_note_segments(e, elf, &lay, img);
+out:
+	elf_end(elf);
+	return err;
+}
+
+/* Takes ownership of the image in every case. */
+static int open_image(const uint8_t *img, size_t len, bool mapped, char *path,
+		      struct ldr_elf **out)
+{
+	struct ldr_elf *e = base_calloc(1, sizeof(*e));
+	struct ldr_priv *pv = e ? base_calloc(1, sizeof(*pv)) : NULL;
+	if (!pv) {
+		base_free(e);
+		base_free(path);
+		if (mapped)
+			munmap((void *)img, len);
+		else
+			base_free((void *)img);
+		return BK_E_NOMEM;
+	}
+	pv->image = img;
+	pv->image_len = len;
+	pv->mapped = mapped;
+	e->priv = pv;
+	e->path = path;
+	int err = parse_image(e, pv);
+	if (err) {
+		ldr_close(e);
+		return err;
+	}
+	*out = e;
+	return 0;
+}
+
+int ldr_open_path(const char *path, struct ldr_elf **out)
+{
+	if (!out)
+		return BK_E_INVAL;
+	*out = NULL;
+	if (!path)
+		return BK_E_INVAL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return BK_E_IO;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return BK_E_IO;
+	}
+	if (st.st_size <= 0) {
+		close(fd);
+		return BK_E_NOT_ELF;
+	}
+	if ((uint64_t)st.st_size > SIZE_MAX) {
+		close(fd);
+		return BK_E_LIMIT;
+	}
+	size_t len = (size_t)st.st_size;
+	void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return BK_E_IO;
+	char *copy = str_dup(path);
+	if (!copy) {
+		munmap(map, len);
+		return BK_E_NOMEM;
+	}
+	return open_image(map, len, true, copy, out);
+}
+
+int ldr_open_memory(const void *image, size_t len, struct ldr_elf **out)
+{
+	if (!out)
+		return BK_E_INVAL;
+	*out = NULL;
+	if (len == 0)
+		return BK_E_NOT_ELF;
+	if (!image)
+		return BK_E_INVAL;
+	uint8_t *copy = base_alloc(len);
+	if (!copy)
+		return BK_E_NOMEM;
+	memcpy(copy, image, len);
+	return open_image(copy, len, false, NULL, out);
+}
+
+void ldr_close(struct ldr_elf *e)
+{
+	if (!e)
+		return;
+	struct ldr_priv *pv = e->priv;
+	if (pv) {
+		if (pv->mapped)
+			munmap((void *)pv->image, pv->image_len);
+		else
+			base_free((void *)pv->image);
+		for (size_t i = 0; i < pv->nowned; i++)
+			base_free(pv->owned[i]);
+		base_free(pv);
+	}
+	base_free(e->segs);
+	base_free(e->debuglink);
+	base_free(e->path);
+	base_free(e);
+}
+
+/* ---- Addresses -------------------------------------------------------------- */
+
+int64_t ldr_load_bias(const struct ldr_elf *e, uint64_t runtime_base)
+{
+	return (int64_t)(runtime_base - e->min_vaddr);
+}
+
+int ldr_read_vaddr(const struct ldr_elf *e, uint64_t vaddr, void *dst, size_t len)
+{
+	const struct ldr_priv *pv = e->priv;
+	for (size_t i = 0; i < e->nsegs; i++) {
+		const struct ldr_segment *s = &e->segs[i];
+		if (vaddr < s->vaddr)
+			continue;
+		uint64_t rel = vaddr - s->vaddr;
+		if (rel > s->memsz || len > s->memsz - rel)
+			continue;
+		/* The segment's file bytes were checked against the image at open. */
+		size_t from_file = 0;
+		if (rel < s->filesz)
+			from_file = (size_t)(s->filesz - rel < len ? s->filesz - rel : len);
+		if (from_file)
+			memcpy(dst, pv->image + s->file_off + rel, from_file);
+		if (len > from_file)
+			memset((uint8_t *)dst + from_file, 0, len - from_file); /* .bss */
+		return 0;
+	}
+	return BK_E_MEMORY;
+}
+
+int ldr_mem_read(void *ctx, uint64_t addr, void *dst, size_t len)
+{
+	return ldr_read_vaddr(ctx, addr, dst, len);
+}
+
+/* ---- Separate debug files -------------------------------------------------- */
+
+uint32_t ldr_crc32(uint32_t crc, const uint8_t *buf, size_t len)
+{
+	while (len > 0) {
+		uInt chunk = len > (1u << 30) ? (1u << 30) : (uInt)len;
+		crc = (uint32_t)crc32(crc, buf, chunk);
+		buf += chunk;
+		len -= chunk;
+	}
+	return crc;
+}
+
+/* The build-id decides when ELF has one (as elfutils does: a matching CRC
+ * cannot rescue a different build); otherwise the debuglink CRC. */
+static bool debug_matches(const struct ldr_elf *elf, const struct ldr_elf *cand, bool by_link)
+{
+	if (elf->build_id_len)
+		return cand->build_id_len == elf->build_id_len &&
+		       memcmp(cand->build_id, elf->build_id, elf->build_id_len) == 0;
+	if (!by_link)
+		return false;
+	const struct ldr_priv *pv = cand->priv;
+	return ldr_crc32(0, pv->image, pv->image_len) == elf->debuglink_crc;
+}
+
+/* BK_E_NOT_FOUND unless PATH opens and matches; only BK_E_NOMEM is passed up. */
+static int try_debug(const struct ldr_elf *elf, const char *path, bool by_link,
+		     const struct stat *self, struct ldr_elf **out)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return BK_E_NOT_FOUND;
+	if (self && st.st_dev == self->st_dev && st.st_ino == self->st_ino)
+		return BK_E_NOT_FOUND; /* the debuglink names the file itself */
+	struct ldr_elf *cand;
+	int err = ldr_open_path(path, &cand);
+	if (err)
+		return err == BK_E_NOMEM ? err : BK_E_NOT_FOUND;
+	if (!debug_matches(elf, cand, by_link)) {
+		ldr_close(cand);
+		return BK_E_NOT_FOUND;
+	}
+	*out = cand;
+	return 0;
+}
+
+static int debug_by_build_id(const struct ldr_elf *elf, const char *root, struct ldr_elf **out)
+{
+	static const char hexd[] = "0123456789abcdef";
+	char hex[2 * LDR_MAX_BUILD_ID + 1];
+	if (elf->build_id_len < 2)
+		return BK_E_NOT_FOUND;
+	for (size_t i = 0; i < elf->build_id_len; i++) {
+		hex[2 * i] = hexd[elf->build_id[i] >> 4];
+		hex[2 * i + 1] = hexd[elf->build_id[i] & 15];
+	}
+	hex[2 * elf->build_id_len] = '\0';
+	char xx[4] = { hex[0], hex[1], '/', '\0' };
+	char *path = str_cat4(root, "/.build-id/", xx, NULL);
+	char *full = path ? str_cat4(path, hex + 2, ".debug", NULL) : NULL;
+	base_free(path);
+	if (!full)
+		return BK_E_NOMEM;
+	int err = try_debug(elf, full, false, NULL, out);
+	base_free(full);
+	return err;
+}
+
+static int debug_by_link(const struct ldr_elf *elf, const char *root, struct ldr_elf **out)
+{
+	if (!elf->debuglink || !elf->path)
+		return BK_E_NOT_FOUND;
+	/* DIR is the directory of the real file, as gdb and elfutils use. */
+	char *dir = base_alloc(PATH_MAX);
+	if (!dir)
+		return BK_E_NOMEM;
+	if (!realpath(elf->path, dir)) {
+		size_t n = strlen(elf->path);
+		if (n >= PATH_MAX) {
+			base_free(dir);
+			return BK_E_NOT_FOUND;
+		}
+		memcpy(dir, elf->path, n + 1);
+	}
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0'; /* "/x" gives "", and "" + "/NAME" is "/NAME" */
+	else
+		strcpy(dir, ".");
+
+	struct stat self_st;
+	const struct stat *self = stat(elf->path, &self_st) == 0 ? &self_st : NULL;
+	const char *name = elf->debuglink;
+	char *cands[3] = {
+		str_cat4(dir, "/", name, NULL),
+		str_cat4(dir, "/.debug/", name, NULL),
+		str_cat4(root, dir[0] == '/' ? "" : "/", dir, NULL),
+	};
+	base_free(dir);
+	int err = BK_E_NOT_FOUND;
+	if (!cands[0] || !cands[1] || !cands[2]) {
+		err = BK_E_NOMEM;
+	} else {
+		char *full = str_cat4(cands[2], "/", name, NULL);
+		base_free(cands[2]);
+		cands[2] = full;
+		if (!full)
+			err = BK_E_NOMEM;
+	}
+	for (size_t i = 0; i < 3 && err == BK_E_NOT_FOUND; i++)
+		err = try_debug(elf, cands[i], true, self, out);
+	for (size_t i = 0; i < 3; i++)
+		base_free(cands[i]);
+	return err;
+}
+
+int ldr_open_debug_file(const struct ldr_elf *elf, const char *debug_root, struct ldr_elf **out)
+{
+	if (!out)
+		return BK_E_INVAL;
+	*out = NULL;
+	if (!elf)
+		return BK_E_INVAL;
+	const char *root = debug_root ? debug_root : "/usr/lib/debug";
+	int err = debug_by_build_id(elf, root, out);
+	if (err != BK_E_NOT_FOUND)
+		return err;
+	return debug_by_link(elf, root, out);
+}
