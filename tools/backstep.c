@@ -1,6 +1,9 @@
 /* backstep: the command-line tool. One subcommand per file; this file holds
  * the dispatch and the few helpers they share. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +31,35 @@ bool cli_parse_u64(const char *s, uint64_t *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+void cli_file_error(const char *path, int err)
+{
+	struct stat st;
+	switch (err) {
+	case BK_E_IO:
+		if (stat(path, &st) != 0)
+			cli_error(path, "%s", strerror(errno));
+		else if (S_ISDIR(st.st_mode))
+			cli_error(path, "is a directory");
+		else {
+			int fd = open(path, O_RDONLY);
+			if (fd < 0) {
+				cli_error(path, "%s", strerror(errno));
+			} else {
+				close(fd);
+				cli_error(path, "cannot read file");
+			}
+		}
+		return;
+	case BK_E_CORRUPT:
+		cli_error(path, "truncated or corrupt ELF file");
+		return;
+	case BK_E_UNSUPPORTED:
+		cli_error(path, "unsupported ELF file (only little-endian ELF32/ELF64)");
+		return;
+	}
+	cli_error(path, "%s", bk_strerror(err));
 }
 
 static void usage(FILE *f)

@@ -331,7 +331,7 @@ static void print_row_table(struct dump_ctx *c, unsigned ra_reg)
 				continue;
 			out_fmt("   0x%016" PRIx64 " %s: %s", row->loc,
 			       reg_short(c, row->regno[j], name, sizeof(name)),
-			       r->kind == BK_RULE_VAL_EXPRESSION ? "value = " : "at ");
+			       r->kind == BK_RULE_VAL_EXPRESSION ? "value = CFA; " : "at CFA; ");
 			print_expr(c, cfi_rule_expr(c->sec, r), r->expr_len);
 			out_c('\n');
 		}
@@ -563,12 +563,14 @@ static int dump_pc(struct dump_ctx *c)
 		case BK_RULE_OFFSET: out_fmt("[CFA%+" PRId64 "]", r->value); break;
 		case BK_RULE_VAL_OFFSET: out_fmt("CFA%+" PRId64, r->value); break;
 		case BK_RULE_REGISTER: out_fmt("%s", reg_short(c, r->reg, other, sizeof(other))); break;
+		/* The CFA is pushed before the expression runs (§6.4.2.3). */
 		case BK_RULE_EXPRESSION:
-			out_fmt("[");
+			out_s("[CFA; ");
 			print_expr(c, cfi_rule_expr(c->sec, r), r->expr_len);
-			out_fmt("]");
+			out_c(']');
 			break;
 		case BK_RULE_VAL_EXPRESSION:
+			out_s("CFA; ");
 			print_expr(c, cfi_rule_expr(c->sec, r), r->expr_len);
 			break;
 		}
@@ -622,7 +624,7 @@ static int dump_file(const char *path, const struct dump_opts *opts)
 	struct ldr_elf *ldr, *dbg = NULL;
 	int err = ldr_open_path(path, &ldr);
 	if (err) {
-		cli_error(path, "%s", bk_strerror(err));
+		cli_file_error(path, err);
 		return 1;
 	}
 	struct dump_ctx c = { .opts = opts, .path = path, .arch = ldr->arch };
