@@ -1,5 +1,4 @@
 /* Register tables for x86-64 and AArch64. See arch.h for the sources. */
-#include <stdio.h>
 
 #include "arch.h"
 
