@@ -34,6 +34,21 @@ static int fixed_size(uint8_t enc, uint8_t addr_size)
 /* Entry I of the header's table: its initial location and FDE address. */
 static int hdr_entry(const struct cfi_table *t, size_t i, uint64_t *loc, uint64_t *fde_addr)
 {
+	if (t->hdr_enc == (DW_EH_PE_datarel | DW_EH_PE_sdata4)) {
+		/* What every linker emits: two signed 32-bit offsets from the
+		 * header's start. Read directly; this is the lookup's inner loop. */
+		const uint8_t *p = t->hdr_table + i * 8;
+		int32_t l, f;
+		memcpy(&l, p, 4); /* little-endian host and target */
+		memcpy(&f, p + 4, 4);
+		*loc = t->hdr_ctx.data_addr + (uint64_t)(int64_t)l;
+		*fde_addr = t->hdr_ctx.data_addr + (uint64_t)(int64_t)f;
+		if (t->hdr_ctx.addr_size == 4) {
+			*loc &= 0xffffffffu;
+			*fde_addr &= 0xffffffffu;
+		}
+		return 0;
+	}
 	int size = fixed_size(t->hdr_enc, t->hdr_ctx.addr_size);
 	const uint8_t *p = t->hdr_table + i * 2 * (size_t)size;
 	struct buf b = { p, p + 2 * size };
