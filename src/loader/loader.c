@@ -525,7 +525,8 @@ static int fill_section(struct ldr_elf *e, struct ldr_priv *pv, int which, const
 	if (sh->sh_type == SHT_NOBITS)
 		return 0;
 
-	const uint8_t *p = img + sh->sh_offset;
+	/* Only non-empty sections had their offset checked against the image. */
+	const uint8_t *p = sh->sh_size ? img + sh->sh_offset : img;
 	size_t len = (size_t)sh->sh_size;
 	uint8_t *inflated = NULL;
 	size_t inflated_len = 0;

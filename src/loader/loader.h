@@ -89,9 +89,12 @@ BK_HIDDEN int ldr_mem_read(void *ctx, uint64_t addr, void *dst, size_t len);
  *   1. by build-id: DEBUG_ROOT/.build-id/xx/rest.debug
  *   2. by .gnu_debuglink NAME (CRC32 checked): DIR/NAME, DIR/.debug/NAME,
  *      DEBUG_ROOT/DIR/NAME, where DIR is the directory of elf->path.
- * DEBUG_ROOT NULL means "/usr/lib/debug". A candidate is accepted only if
- * its build-id equals ELF's (when ELF has one) or its CRC matches the
- * debuglink. BK_E_NOT_FOUND when none is found. */
+ * DIR is the symlink-resolved directory of elf->path (a file opened from
+ * memory has none, so only the build-id route applies). DEBUG_ROOT NULL
+ * means "/usr/lib/debug". As elfutils does: when ELF has a build-id, a
+ * candidate is accepted exactly when its build-id is equal (the CRC is then
+ * not consulted); otherwise its CRC32 must match the debuglink's.
+ * BK_E_NOT_FOUND when none is found. */
 BK_HIDDEN int ldr_open_debug_file(const struct ldr_elf *elf, const char *debug_root,
 				  struct ldr_elf **out);
 
