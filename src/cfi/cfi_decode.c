@@ -297,8 +297,20 @@ int cfi_decode_cie(const struct cfi_section *sec, uint64_t off, struct cfi_cie *
 		a += 2;
 		if (*a)
 			return BK_E_UNSUPPORTED;
-	} else if (a[0] != 0 && a[0] != 'z') {
-		return BK_E_UNSUPPORTED;
+	} else if (a[0] != 'z') {
+		/* Without 'z' nothing says how long augmentation data is, so only
+		 * letters that carry none are understood. GNU as writes "S" this
+		 * way for .cfi_signal_frame in .debug_frame. */
+		for (const char *c = a; *c; c++) {
+			if (*c == 'S')
+				cie->signal_frame = true;
+			else if (*c == 'B')
+				cie->has_b_key = true;
+			else if (*c == 'G')
+				cie->mte_tagged = true;
+			else
+				return BK_E_UNSUPPORTED;
+		}
 	}
 	cie->has_z = a[0] == 'z';
 
