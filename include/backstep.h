@@ -136,6 +136,117 @@ struct bk_row {
  * index on first use). */
 BK_API int bk_elf_row_at(struct bk_elf *elf, uint64_t pc, struct bk_row *row);
 
+
+/* ---- Registers ---------------------------------------------------------- */
+
+/* Register values of one frame, indexed by DWARF register number, each with a
+ * valid bit. Only the registers an unwinder tracks are ever recovered: on
+ * x86-64 rax..r15, rip (16) and rflags (49); on AArch64 x0..x30, sp (31),
+ * pc (32) and d8..d15 (DWARF 72..79). */
+#define BK_MAX_REGS 128
+struct bk_regs {
+	uint64_t val[BK_MAX_REGS];
+	uint64_t valid[BK_MAX_REGS / 64];
+};
+
+static inline void bk_regs_set(struct bk_regs *r, unsigned regno, uint64_t value)
+{
+	if (regno < BK_MAX_REGS) {
+		r->val[regno] = value;
+		r->valid[regno / 64] |= (uint64_t)1 << (regno % 64);
+	}
+}
+
+static inline int bk_regs_get(const struct bk_regs *r, unsigned regno, uint64_t *value)
+{
+	if (regno >= BK_MAX_REGS || !((r->valid[regno / 64] >> (regno % 64)) & 1))
+		return 0;
+	*value = r->val[regno];
+	return 1;
+}
+
+/* ---- Address spaces and targets ----------------------------------------- */
+
+/* An address space: an architecture, a way to read memory, and the modules
+ * (ELF images) mapped in it with their unwind tables and a cache of rows.
+ * Creating one and adding modules is cold; walking it is not. */
+struct bk_space;
+
+/* Memory of the target, supplied by the caller (snapshots, custom targets).
+ * read_mem fills DST with LEN bytes at ADDR or returns a negative BK_E_*
+ * code (BK_E_MEMORY when unreadable); it must not fault. */
+struct bk_target_ops {
+	size_t size; /* sizeof(struct bk_target_ops), so the struct can grow */
+	int (*read_mem)(void *ctx, uint64_t addr, void *dst, size_t len);
+};
+
+BK_API int bk_space_create(enum bk_arch arch, const struct bk_target_ops *ops, void *ctx,
+			   struct bk_space **out);
+BK_API void bk_space_destroy(struct bk_space *space);
+BK_API enum bk_arch bk_space_arch(const struct bk_space *space);
+
+/* A module: the ELF file at PATH, mapped so that its lowest PT_LOAD segment
+ * starts at runtime address BASE and its image spans [start, end). Cold. */
+struct bk_module_desc {
+	size_t size; /* sizeof(struct bk_module_desc) */
+	const char *path;
+	uint64_t base;
+	uint64_t start, end;
+};
+BK_API int bk_space_add_module(struct bk_space *space, const struct bk_module_desc *m);
+
+/* A module of the space, for display. */
+struct bk_module_info {
+	const char *path;   /* as given or found; never NULL ("" if unknown) */
+	uint64_t start, end;
+	int64_t bias;       /* runtime = link-time + bias */
+	int has_cfi;        /* an .eh_frame or .debug_frame could be read */
+};
+/* The module containing runtime address ADDR: 0, or BK_E_NOT_FOUND. AS-safe. */
+BK_API int bk_space_module_at(const struct bk_space *space, uint64_t addr,
+			      struct bk_module_info *info);
+
+/* ---- Cursor ------------------------------------------------------------- */
+
+/* How a frame's registers were recovered from the frame below it. */
+enum bk_frame_how {
+	BK_HOW_INITIAL = 0, /* the registers the walk started from */
+	BK_HOW_CFI,         /* DWARF call-frame information */
+	BK_HOW_SIGNAL,      /* a Linux signal frame: from the saved ucontext */
+	BK_HOW_FP,          /* the frame-pointer chain (no CFI covered the callee) */
+	BK_HOW_USER,        /* a stepper registered by the user */
+};
+BK_API const char *bk_how_name(enum bk_frame_how how);
+
+/* Caller storage for a walk; its size is fixed for this ABI version. */
+struct bk_cursor {
+	uint64_t opaque[64];
+};
+
+#define BK_MAX_FRAMES 4096 /* a walk ends with BK_E_LIMIT after this many */
+
+/* Start a walk at REGS (which must include the PC and SP). AS-safe. */
+BK_API int bk_cursor_init(struct bk_cursor *c, struct bk_space *space, const struct bk_regs *regs);
+/* Move to the caller: 1 stepped; 0 when the current frame is the outermost
+ * (undefined return address, PC 0, the end of the frame-pointer chain); or a
+ * negative BK_E_* (BK_E_NO_UNWIND: nothing describes this frame; BK_E_LOOP:
+ * no progress; BK_E_MEMORY: the stack could not be read; ...). After 0 or an
+ * error the walk is over and the current frame stays readable. AS-safe. */
+BK_API int bk_cursor_step(struct bk_cursor *c);
+/* The current frame. AS-safe. */
+BK_API uint64_t bk_cursor_pc(const struct bk_cursor *c);
+BK_API uint64_t bk_cursor_sp(const struct bk_cursor *c);
+BK_API enum bk_frame_how bk_cursor_how(const struct bk_cursor *c);
+BK_API unsigned bk_cursor_depth(const struct bk_cursor *c); /* 0 innermost */
+/* 1 and *value when the register is recovered in this frame, 0 when not. */
+BK_API int bk_cursor_reg(const struct bk_cursor *c, unsigned regno, uint64_t *value);
+/* All recovered registers of the current frame. */
+BK_API void bk_cursor_regs(const struct bk_cursor *c, struct bk_regs *out);
+/* The address to look up symbols and line numbers for: the PC for the
+ * innermost frame and a frame interrupted by a signal, PC - 1 otherwise
+ * (the call may be the function's last instruction). */
+BK_API uint64_t bk_cursor_lookup_pc(const struct bk_cursor *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -58,6 +58,28 @@ static const struct arch_info archs[] = {
 		.nregs = BK_ARRAY_LEN(x86_64_names),
 		/* rbx, rbp, rsp, r12-r15 (SysV AMD64 ABI figure 3.4). */
 		.callee_saved = { BIT(3) | BIT(6) | BIT(7) | BIT(12) | BIT(13) | BIT(14) | BIT(15) },
+		/* rax..r15, rip, then rflags. */
+		.nslots = 18,
+		.nlow = 17,
+		.slot_regno = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 49 },
+		.callee_saved_slots = BIT(3) | BIT(6) | BIT(7) | BIT(12) | BIT(13) | BIT(14) | BIT(15),
+		/* __restore_rt: mov $15, %rax; syscall (rt_sigreturn). At its
+		 * first instruction SP points at the ucontext (the handler's
+		 * return popped pretcode); gregs follow uc_flags, uc_link and
+		 * uc_stack (40 bytes), in the kernel's REG_* order (asm/sigcontext.h,
+		 * struct sigcontext: r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx,
+		 * rsp, rip, eflags). */
+		.sigframe = {
+			.code = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 },
+			.code_len = 9,
+			.ucontext_off = 0,
+			.gregs_off = 40,
+			.nregs = 18,
+			.reg = { { 8, 0 }, { 9, 8 }, { 10, 16 }, { 11, 24 }, { 12, 32 },
+				 { 13, 40 }, { 14, 48 }, { 15, 56 }, { 5, 64 }, { 4, 72 },
+				 { 6, 80 }, { 3, 88 }, { 1, 96 }, { 0, 104 }, { 2, 112 },
+				 { 7, 120 }, { 16, 128 }, { 49, 136 } },
+		},
 	},
 	{
 		.arch = BK_ARCH_AARCH64,
@@ -75,6 +97,34 @@ static const struct arch_info archs[] = {
 				BIT(26) | BIT(27) | BIT(28) | BIT(29) | BIT(31),
 			BIT(72 - 64) | BIT(73 - 64) | BIT(74 - 64) | BIT(75 - 64) | BIT(76 - 64) |
 				BIT(77 - 64) | BIT(78 - 64) | BIT(79 - 64),
+		},
+		/* x0..x30, sp, pc, then v8..v15 (their low 64 bits, d8..d15). */
+		.nslots = 41,
+		.nlow = 33,
+		.slot_regno = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,
+				18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32,
+				72, 73, 74, 75, 76, 77, 78, 79 },
+		.callee_saved_slots = BIT(19) | BIT(20) | BIT(21) | BIT(22) | BIT(23) | BIT(24) |
+				      BIT(25) | BIT(26) | BIT(27) | BIT(28) | BIT(29) | BIT(31) |
+				      BIT(33) | BIT(34) | BIT(35) | BIT(36) | BIT(37) | BIT(38) |
+				      BIT(39) | BIT(40),
+		/* __kernel_rt_sigreturn (vDSO): mov x8, #139; svc #0. SP points at
+		 * struct rt_sigframe { siginfo (128 bytes); ucontext }; in the
+		 * ucontext, uc_mcontext (struct sigcontext) is at 176 and holds
+		 * fault_address, x0..x30, sp, pc (arch/arm64 uapi sigcontext.h). */
+		.sigframe = {
+			.code = { 0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4 },
+			.code_len = 8,
+			.ucontext_off = 128,
+			.gregs_off = 176 + 8,
+			.nregs = 33,
+			.reg = { { 0, 0 }, { 1, 8 }, { 2, 16 }, { 3, 24 }, { 4, 32 }, { 5, 40 },
+				 { 6, 48 }, { 7, 56 }, { 8, 64 }, { 9, 72 }, { 10, 80 }, { 11, 88 },
+				 { 12, 96 }, { 13, 104 }, { 14, 112 }, { 15, 120 }, { 16, 128 },
+				 { 17, 136 }, { 18, 144 }, { 19, 152 }, { 20, 160 }, { 21, 168 },
+				 { 22, 176 }, { 23, 184 }, { 24, 192 }, { 25, 200 }, { 26, 208 },
+				 { 27, 216 }, { 28, 224 }, { 29, 232 }, { 30, 240 }, { 31, 248 },
+				 { 32, 256 } },
 		},
 	},
 };

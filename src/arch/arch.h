@@ -13,6 +13,27 @@
 /* Largest DWARF register number any supported architecture uses, plus one. */
 #define ARCH_MAX_DWARF_REGS 128
 
+/* Registers an unwinder tracks per frame live in "slots": DWARF numbers
+ * 0..nlow-1 map to the same slot, a few more (rflags; AArch64 d8-d15) to the
+ * slots after them. Everything else is never recovered. */
+#define ARCH_MAX_SLOTS 48
+#define ARCH_NO_SLOT 0xff
+
+/* The Linux signal frame as the unwinder meets it: the PC is at the start of
+ * the sigreturn trampoline, recognised by its code bytes, and the interrupted
+ * registers sit in the ucontext at SP + ucontext_off. */
+struct arch_sigframe {
+	uint8_t code[16];      /* the trampoline's first instructions */
+	uint8_t code_len;
+	uint16_t ucontext_off; /* from SP at the trampoline to the ucontext */
+	uint16_t gregs_off;    /* from the ucontext to the saved registers */
+	uint8_t nregs;         /* saved registers described by reg_off */
+	struct {
+		uint16_t regno; /* DWARF number */
+		uint16_t off;   /* from the saved-register area */
+	} reg[40];
+};
+
 struct arch_info {
 	enum bk_arch arch;
 	const char *name;           /* "x86_64", "aarch64" */
@@ -25,6 +46,12 @@ struct arch_info {
 	unsigned nregs;             /* DWARF numbers below this may be named */
 	/* Callee-saved registers, as a bitmap over DWARF numbers. */
 	uint64_t callee_saved[ARCH_MAX_DWARF_REGS / 64];
+	/* Tracked registers: slot i holds DWARF register slot_regno[i]. */
+	uint8_t nslots;
+	uint8_t nlow;               /* DWARF 0..nlow-1 are slots 0..nlow-1 */
+	uint16_t slot_regno[ARCH_MAX_SLOTS];
+	uint64_t callee_saved_slots; /* callee_saved, as a mask over slots */
+	struct arch_sigframe sigframe;
 };
 
 /* The facts for ARCH or for an ELF e_machine; NULL when not supported. */
@@ -32,6 +59,17 @@ BK_HIDDEN const struct arch_info *arch_get(enum bk_arch arch);
 BK_HIDDEN const struct arch_info *arch_from_elf_machine(unsigned e_machine);
 /* Register name, or NULL. */
 BK_HIDDEN const char *arch_reg_name(const struct arch_info *a, unsigned regno);
+
+/* The slot of DWARF register REGNO, or ARCH_NO_SLOT. AS-safe. */
+static inline unsigned arch_slot(const struct arch_info *a, unsigned regno)
+{
+	if (regno < a->nlow)
+		return regno;
+	for (unsigned i = a->nlow; i < a->nslots; i++)
+		if (a->slot_regno[i] == regno)
+			return i;
+	return ARCH_NO_SLOT;
+}
 
 static inline bool arch_is_callee_saved(const struct arch_info *a, unsigned regno)
 {

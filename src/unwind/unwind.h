@@ -1,8 +1,12 @@
-/* The unwinder layer. For now: an ELF file with its call-frame tables
- * (struct bk_elf), composed from the loader (bytes, sections) and the CFI
- * engine (decoding, lookup, rows), which know nothing of each other. */
+/* The unwinder layer: an ELF file with its call-frame tables (struct
+ * bk_elf), composed from the loader (bytes, sections) and the CFI engine
+ * (decoding, lookup, rows), which know nothing of each other; address spaces
+ * (struct bk_space: memory, modules, a row cache) and the cursor that walks
+ * them with a chain of steppers. */
 #ifndef BK_UNWIND_H
 #define BK_UNWIND_H
+
+#include <stdatomic.h>
 
 #include "../cfi/cfi.h"
 #include "../loader/loader.h"
@@ -39,5 +43,85 @@ BK_HIDDEN const struct cfi_table *uw_elf_table(struct bk_elf *elf, enum uw_secti
 BK_HIDDEN void uw_row_export(const struct cfi_section *sec, const struct cfi_cie *cie,
 			     const struct cfi_fde *fde, const struct cfi_row *row,
 			     struct bk_row *out);
+
+
+/* ---- Address spaces ------------------------------------------------------ */
+
+struct uw_module {
+	uint64_t start, end;   /* runtime range */
+	int64_t bias;          /* runtime = link-time + bias */
+	char *path;
+	struct bk_elf *elf;    /* NULL when the file could not be opened */
+	struct bk_elf *debug;  /* separate debug file, for its .debug_frame */
+	const struct cfi_table *eh_table, *debug_table, *debug_file_table;
+};
+
+/* A row compiled for fast application: only tracked registers, only the
+ * rules that need no expression. Rows that do need one are marked SLOW and
+ * recomputed from the tables at each use. */
+#define UW_CROW_SAVED 20
+enum uw_crow_kind {
+	UW_KIND_NONE = 0,  /* no CFI covers the PC: fall back */
+	UW_KIND_CFI,       /* rules below */
+	UW_KIND_CFI_SLOW,  /* CFI with expressions or too many rules: recompute */
+	UW_KIND_SIGNAL,    /* the sigreturn trampoline */
+};
+struct uw_crow {
+	uint8_t kind;
+	uint8_t cfa_slot;
+	uint8_t nsaved;
+	uint8_t ra_slot;       /* slot of the return-address column, or ARCH_NO_SLOT */
+	uint8_t ra_signed;     /* AArch64: strip pointer authentication from the RA */
+	uint8_t ra_undefined;  /* outermost frame */
+	int64_t cfa_off;
+	uint64_t ruled;        /* slots with an explicit rule (the rest: ABI default) */
+	struct {
+		uint8_t slot;
+		uint8_t kind;      /* BK_RULE_* except expressions */
+		uint8_t reg_slot;  /* BK_RULE_REGISTER */
+		int64_t off;
+	} saved[UW_CROW_SAVED];
+};
+
+/* A direct-mapped cache of compiled rows keyed by lookup PC, safe against
+ * concurrent readers and writers without locks: a writer claims an entry by
+ * moving its sequence number from even to odd with compare-and-swap (and
+ * simply skips caching when it cannot), a reader accepts an entry only when
+ * the sequence is even and unchanged across its read. */
+struct uw_cache_entry {
+	_Atomic uint32_t seq;
+	uint64_t pc;
+	struct uw_crow row;
+};
+#define UW_CACHE_ENTRIES 4096
+
+struct bk_space {
+	const struct arch_info *arch;
+	struct bk_target_ops ops;
+	void *ctx;
+	struct uw_module *mods; /* sorted by start, not overlapping */
+	size_t nmods, cap;
+	struct uw_cache_entry *cache;
+	_Atomic unsigned long cache_hits, cache_misses;
+};
+
+/* The module containing runtime address PC, or NULL. AS-safe. */
+BK_HIDDEN const struct uw_module *uw_space_find(const struct bk_space *s, uint64_t pc);
+BK_HIDDEN bool uw_cache_get(struct bk_space *s, uint64_t pc, struct uw_crow *row);
+BK_HIDDEN void uw_cache_put(struct bk_space *s, uint64_t pc, const struct uw_crow *row);
+
+/* ---- Cursor --------------------------------------------------------------- */
+
+struct uw_cursor {
+	struct bk_space *space;
+	uint64_t regs[ARCH_MAX_SLOTS];
+	uint64_t valid;      /* mask over slots */
+	uint64_t cfa;        /* of the current frame, once a step computed it */
+	uint32_t depth;
+	uint8_t how;         /* enum bk_frame_how */
+	uint8_t at_pc;       /* look up the PC itself, not PC - 1 */
+	uint8_t done;
+	int err;
+};
 
 #endif

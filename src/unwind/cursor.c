@@ -1,0 +1,591 @@
+/* The cursor: walks a stack one frame at a time with a chain of steppers.
+ *
+ * For the current frame (registers in slots, see arch.h) a step finds how
+ * the caller's registers are recovered, trying in this order:
+ *   1. signal frame: the PC is the start of the sigreturn trampoline
+ *      (recognised by its code bytes, so it works where the trampoline has
+ *      no CFI); every register comes from the saved ucontext;
+ *   2. CFI: the row in force at the lookup PC (.eh_frame, then .debug_frame
+ *      of the file, then of its separate debug file);
+ *   3. frame pointer: where no CFI covers the PC.
+ * What was decided for a lookup PC is cached (struct uw_crow), so a second
+ * walk over the same code reads a few stack slots and nothing else.
+ *
+ * Invariants: the CFA strictly increases from frame to frame (c->cfa holds
+ * the CFA of the frame last stepped out of), except across
+ * a signal frame (else BK_E_LOOP); at most BK_MAX_FRAMES frames; every read
+ * of target memory goes through the space's read_mem callback and may fail.
+ * A register whose rule is undefined is absent in the caller, never zero;
+ * a register with no rule keeps its value only if the ABI says it is
+ * callee-saved. Everything here is AS-safe: no allocation, locks or errno.
+ */
+#include "unwind.h"
+
+#include "../expr/expr.h"
+
+_Static_assert(sizeof(struct uw_cursor) <= sizeof(struct bk_cursor),
+	       "struct bk_cursor is too small for the cursor");
+_Static_assert(ARCH_MAX_SLOTS <= 64, "slot masks are 64-bit");
+
+#define SLOT_BIT(s) ((uint64_t)1 << (s))
+
+static struct uw_cursor *cur(struct bk_cursor *c)
+{
+	return (struct uw_cursor *)(void *)c;
+}
+
+static const struct uw_cursor *ccur(const struct bk_cursor *c)
+{
+	return (const struct uw_cursor *)(const void *)c;
+}
+
+static int read_word(struct bk_space *s, uint64_t addr, uint64_t *v)
+{
+	uint64_t w = 0;
+	int err = s->ops.read_mem(s->ctx, addr, &w, s->arch->addr_size);
+	if (err)
+		return err < 0 ? err : BK_E_MEMORY;
+	*v = w;
+	return 0;
+}
+
+static unsigned pc_slot(const struct arch_info *a)
+{
+	return arch_slot(a, a->pc_reg);
+}
+
+/* ---- Public cursor API ---------------------------------------------------- */
+
+int bk_cursor_init(struct bk_cursor *bc, struct bk_space *s, const struct bk_regs *regs)
+{
+	struct uw_cursor *c = cur(bc);
+	if (!bc || !s || !regs)
+		return BK_E_INVAL;
+	memset(c, 0, sizeof(*c));
+	c->space = s;
+	const struct arch_info *a = s->arch;
+	for (unsigned i = 0; i < a->nslots; i++) {
+		uint64_t v;
+		if (bk_regs_get(regs, a->slot_regno[i], &v)) {
+			c->regs[i] = v;
+			c->valid |= SLOT_BIT(i);
+		}
+	}
+	unsigned pcs = pc_slot(a), sps = arch_slot(a, a->sp_reg);
+	if (!(c->valid & SLOT_BIT(pcs)) || !(c->valid & SLOT_BIT(sps)))
+		return BK_E_INVAL;
+	c->how = BK_HOW_INITIAL;
+	c->at_pc = 1;
+	return 0;
+}
+
+uint64_t bk_cursor_pc(const struct bk_cursor *bc)
+{
+	const struct uw_cursor *c = ccur(bc);
+	return c->regs[pc_slot(c->space->arch)];
+}
+
+uint64_t bk_cursor_sp(const struct bk_cursor *bc)
+{
+	const struct uw_cursor *c = ccur(bc);
+	return c->regs[arch_slot(c->space->arch, c->space->arch->sp_reg)];
+}
+
+enum bk_frame_how bk_cursor_how(const struct bk_cursor *bc)
+{
+	return (enum bk_frame_how)ccur(bc)->how;
+}
+
+unsigned bk_cursor_depth(const struct bk_cursor *bc)
+{
+	return ccur(bc)->depth;
+}
+
+uint64_t bk_cursor_lookup_pc(const struct bk_cursor *bc)
+{
+	const struct uw_cursor *c = ccur(bc);
+	uint64_t pc = bk_cursor_pc(bc);
+	return c->at_pc || pc == 0 ? pc : pc - 1;
+}
+
+int bk_cursor_reg(const struct bk_cursor *bc, unsigned regno, uint64_t *value)
+{
+	const struct uw_cursor *c = ccur(bc);
+	unsigned slot = arch_slot(c->space->arch, regno);
+	if (slot == ARCH_NO_SLOT || !(c->valid & SLOT_BIT(slot)))
+		return 0;
+	*value = c->regs[slot];
+	return 1;
+}
+
+void bk_cursor_regs(const struct bk_cursor *bc, struct bk_regs *out)
+{
+	const struct uw_cursor *c = ccur(bc);
+	const struct arch_info *a = c->space->arch;
+	memset(out->valid, 0, sizeof(out->valid));
+	for (unsigned i = 0; i < a->nslots; i++)
+		if (c->valid & SLOT_BIT(i))
+			bk_regs_set(out, a->slot_regno[i], c->regs[i]);
+}
+
+const char *bk_how_name(enum bk_frame_how how)
+{
+	static const char *const names[] = {
+		[BK_HOW_INITIAL] = "initial", [BK_HOW_CFI] = "cfi", [BK_HOW_SIGNAL] = "signal",
+		[BK_HOW_FP] = "fp", [BK_HOW_USER] = "user",
+	};
+	return (unsigned)how < BK_ARRAY_LEN(names) && names[how] ? names[how] : "?";
+}
+
+/* ---- Signal frames -------------------------------------------------------- */
+
+static bool is_sigtramp(struct bk_space *s, uint64_t pc)
+{
+	const struct arch_sigframe *sf = &s->arch->sigframe;
+	uint8_t code[sizeof(sf->code)];
+	if (!sf->code_len || s->ops.read_mem(s->ctx, pc, code, sf->code_len) != 0)
+		return false;
+	return memcmp(code, sf->code, sf->code_len) == 0;
+}
+
+/* Every saved register from the ucontext at SP; the frame after it is
+ * looked up at its PC (it was interrupted, not calling). */
+static int step_signal(struct uw_cursor *c)
+{
+	struct bk_space *s = c->space;
+	const struct arch_info *a = s->arch;
+	const struct arch_sigframe *sf = &a->sigframe;
+	uint64_t sp = c->regs[arch_slot(a, a->sp_reg)];
+	uint64_t gregs = sp + sf->ucontext_off + sf->gregs_off;
+	uint64_t regs[ARCH_MAX_SLOTS];
+	uint64_t valid = 0;
+
+	for (unsigned i = 0; i < sf->nregs; i++) {
+		unsigned slot = arch_slot(a, sf->reg[i].regno);
+		if (slot == ARCH_NO_SLOT)
+			continue;
+		int err = read_word(s, gregs + sf->reg[i].off, &regs[slot]);
+		if (err)
+			return err;
+		valid |= SLOT_BIT(slot);
+	}
+	c->cfa = sp;
+	memcpy(c->regs, regs, sizeof(regs));
+	c->valid = valid;
+	c->how = BK_HOW_SIGNAL;
+	c->at_pc = 1;
+	return 1;
+}
+
+/* ---- CFI ------------------------------------------------------------------ */
+
+/* Compile ROW (from SEC/CIE) for the space's architecture. */
+static void compile_row(const struct arch_info *a, const struct cfi_section *sec,
+			const struct cfi_cie *cie, const struct cfi_row *row, struct uw_crow *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->kind = UW_KIND_CFI;
+	out->ra_slot = (uint8_t)arch_slot(a, (unsigned)cie->ra_reg);
+	out->ra_signed = row->ra_sign_state;
+	(void)sec;
+	if (row->cfa.kind != BK_RULE_CFA_REG_OFFSET || arch_slot(a, row->cfa.reg) == ARCH_NO_SLOT) {
+		out->kind = UW_KIND_CFI_SLOW;
+		return;
+	}
+	out->cfa_slot = (uint8_t)arch_slot(a, row->cfa.reg);
+	out->cfa_off = row->cfa.value;
+	for (unsigned i = 0; i < row->nrules; i++) {
+		const struct cfi_rule *r = &row->rule[i];
+		unsigned slot = arch_slot(a, row->regno[i]);
+		if (row->regno[i] == cie->ra_reg && r->kind == BK_RULE_UNDEFINED)
+			out->ra_undefined = 1;
+		if (slot == ARCH_NO_SLOT)
+			continue; /* a register the unwinder does not track */
+		if (r->kind == BK_RULE_EXPRESSION || r->kind == BK_RULE_VAL_EXPRESSION ||
+		    out->nsaved == UW_CROW_SAVED) {
+			out->kind = UW_KIND_CFI_SLOW;
+			return;
+		}
+		unsigned rs = 0;
+		if (r->kind == BK_RULE_REGISTER) {
+			rs = arch_slot(a, r->reg);
+			if (rs == ARCH_NO_SLOT) {
+				out->kind = UW_KIND_CFI_SLOW;
+				return;
+			}
+		}
+		out->ruled |= SLOT_BIT(slot);
+		out->saved[out->nsaved].slot = (uint8_t)slot;
+		out->saved[out->nsaved].kind = r->kind;
+		out->saved[out->nsaved].reg_slot = (uint8_t)rs;
+		out->saved[out->nsaved].off = r->value;
+		out->nsaved++;
+	}
+}
+
+struct eval_ctx {
+	const struct uw_cursor *c;
+};
+
+static int eval_read_reg(void *ctx, unsigned regno, uint64_t *value)
+{
+	const struct uw_cursor *c = ((struct eval_ctx *)ctx)->c;
+	unsigned slot = arch_slot(c->space->arch, regno);
+	if (slot == ARCH_NO_SLOT || !(c->valid & SLOT_BIT(slot)))
+		return BK_E_BAD_REG;
+	*value = c->regs[slot];
+	return 0;
+}
+
+/* Find the FDE for a lookup PC in a module: its tables in order. */
+static int find_row(const struct uw_module *m, uint64_t pc, const struct cfi_table **tp,
+		    struct cfi_cie *cie, struct cfi_row *row)
+{
+	const struct cfi_table *tables[3] = { m->eh_table, m->debug_table, m->debug_file_table };
+	uint64_t link_pc = pc - (uint64_t)m->bias;
+	for (unsigned i = 0; i < 3; i++) {
+		struct cfi_fde fde;
+		if (!tables[i])
+			continue;
+		int err = cfi_table_find(tables[i], link_pc, &fde, cie);
+		if (err == BK_E_NOT_FOUND)
+			continue;
+		if (!err)
+			err = cfi_row_at(&tables[i]->sec, cie, &fde, link_pc, row);
+		if (err)
+			return err;
+		*tp = tables[i];
+		return 0;
+	}
+	return BK_E_NOT_FOUND;
+}
+
+/* Apply a full row (the slow path: expressions, untracked CFA registers). */
+static int apply_full_row(struct uw_cursor *c, const struct cfi_section *sec,
+			  const struct cfi_cie *cie, const struct cfi_row *row,
+			  uint64_t *regs, uint64_t *valid, uint64_t *cfa)
+{
+	struct bk_space *s = c->space;
+	const struct arch_info *a = s->arch;
+	struct eval_ctx ectx = { c };
+	struct expr_env env = {
+		.addr_size = a->addr_size,
+		.read_reg = eval_read_reg,
+		.reg_ctx = &ectx,
+		.mem = { s->ops.read_mem, s->ctx },
+	};
+	int err;
+
+	if (row->cfa.kind == BK_RULE_CFA_REG_OFFSET) {
+		unsigned slot = arch_slot(a, row->cfa.reg);
+		if (slot == ARCH_NO_SLOT || !(c->valid & SLOT_BIT(slot)))
+			return BK_E_BAD_REG;
+		*cfa = c->regs[slot] + (uint64_t)row->cfa.value;
+	} else if (row->cfa.kind == BK_RULE_CFA_EXPRESSION) {
+		if ((err = expr_eval(cfi_rule_expr(sec, &row->cfa), row->cfa.expr_len, &env, NULL, cfa)))
+			return err;
+	} else {
+		return BK_CORRUPT;
+	}
+
+	uint64_t ruled = 0;
+	for (unsigned i = 0; i < row->nrules; i++) {
+		const struct cfi_rule *r = &row->rule[i];
+		unsigned slot = arch_slot(a, row->regno[i]);
+		if (slot == ARCH_NO_SLOT)
+			continue;
+		ruled |= SLOT_BIT(slot);
+		uint64_t v, addr;
+		switch (r->kind) {
+		case BK_RULE_UNDEFINED:
+			continue;
+		case BK_RULE_SAME_VALUE:
+			if (!(c->valid & SLOT_BIT(slot)))
+				continue;
+			v = c->regs[slot];
+			break;
+		case BK_RULE_OFFSET:
+			if ((err = read_word(s, *cfa + (uint64_t)r->value, &v)))
+				return err;
+			break;
+		case BK_RULE_VAL_OFFSET:
+			v = *cfa + (uint64_t)r->value;
+			break;
+		case BK_RULE_REGISTER: {
+			unsigned rs = arch_slot(a, r->reg);
+			if (rs == ARCH_NO_SLOT || !(c->valid & SLOT_BIT(rs)))
+				continue;
+			v = c->regs[rs];
+			break;
+		}
+		case BK_RULE_EXPRESSION:
+			if ((err = expr_eval(cfi_rule_expr(sec, r), r->expr_len, &env, cfa, &addr)) ||
+			    (err = read_word(s, addr, &v)))
+				return err;
+			break;
+		case BK_RULE_VAL_EXPRESSION:
+			if ((err = expr_eval(cfi_rule_expr(sec, r), r->expr_len, &env, cfa, &v)))
+				return err;
+			break;
+		default:
+			continue;
+		}
+		regs[slot] = v;
+		*valid |= SLOT_BIT(slot);
+	}
+	(void)cie;
+	/* Registers without a rule: callee-saved ones keep their value. */
+	uint64_t keep = a->callee_saved_slots & ~ruled & c->valid;
+	for (unsigned i = 0; i < a->nslots; i++)
+		if (keep & SLOT_BIT(i))
+			regs[i] = c->regs[i];
+	*valid |= keep;
+	return 0;
+}
+
+/* Apply a compiled row: the fast path. */
+static int apply_crow(struct uw_cursor *c, const struct uw_crow *r, uint64_t *regs,
+		      uint64_t *valid, uint64_t *cfa)
+{
+	struct bk_space *s = c->space;
+	if (!(c->valid & SLOT_BIT(r->cfa_slot)))
+		return BK_E_BAD_REG;
+	*cfa = c->regs[r->cfa_slot] + (uint64_t)r->cfa_off;
+	for (unsigned i = 0; i < r->nsaved; i++) {
+		unsigned slot = r->saved[i].slot;
+		uint64_t v;
+		int err;
+		switch (r->saved[i].kind) {
+		case BK_RULE_OFFSET:
+			if ((err = read_word(s, *cfa + (uint64_t)r->saved[i].off, &v)))
+				return err;
+			break;
+		case BK_RULE_VAL_OFFSET:
+			v = *cfa + (uint64_t)r->saved[i].off;
+			break;
+		case BK_RULE_SAME_VALUE:
+			if (!(c->valid & SLOT_BIT(slot)))
+				continue;
+			v = c->regs[slot];
+			break;
+		case BK_RULE_REGISTER:
+			if (!(c->valid & SLOT_BIT(r->saved[i].reg_slot)))
+				continue;
+			v = c->regs[r->saved[i].reg_slot];
+			break;
+		default: /* undefined */
+			continue;
+		}
+		regs[slot] = v;
+		*valid |= SLOT_BIT(slot);
+	}
+	uint64_t keep = s->arch->callee_saved_slots & ~r->ruled & c->valid;
+	for (unsigned i = 0; keep >> i; i++)
+		if (keep & SLOT_BIT(i))
+			regs[i] = c->regs[i];
+	*valid |= keep;
+	return 0;
+}
+
+/* Strip AArch64 pointer authentication from a signed return address: user
+ * space addresses have their top 16 bits clear (48-bit VA). */
+static uint64_t strip_pac(uint64_t ra)
+{
+	return ra & 0x0000ffffffffffffull;
+}
+
+/* The caller's frame from the current one and how its registers are found.
+ * Returns 1 (stepped), 0 (outermost: the RA is undefined) or an error. */
+static int step_cfi(struct uw_cursor *c, const struct uw_crow *crow, const struct cfi_section *sec,
+		    const struct cfi_cie *cie, const struct cfi_row *row)
+{
+	const struct arch_info *a = c->space->arch;
+	uint64_t regs[ARCH_MAX_SLOTS];
+	uint64_t valid = 0, cfa;
+	int err;
+
+	if (crow->ra_undefined)
+		return 0;
+	if (crow->kind == UW_KIND_CFI)
+		err = apply_crow(c, crow, regs, &valid, &cfa);
+	else
+		err = apply_full_row(c, sec, cie, row, regs, &valid, &cfa);
+	if (err)
+		return err;
+
+	/* The caller's SP is the CFA unless a rule says otherwise (DWARF 5
+	 * §6.4: the CFA is the SP at the call site). */
+	unsigned sps = arch_slot(a, a->sp_reg);
+	if (!(crow->ruled & SLOT_BIT(sps))) {
+		regs[sps] = cfa;
+		valid |= SLOT_BIT(sps);
+	}
+	/* The caller's PC is the return address: the RA column's value, or,
+	 * with no rule for it, the RA register unchanged (an AArch64 leaf). */
+	uint64_t ra;
+	if (crow->ra_slot == ARCH_NO_SLOT)
+		return BK_E_BAD_REG;
+	if (valid & SLOT_BIT(crow->ra_slot))
+		ra = regs[crow->ra_slot];
+	else if (!(crow->ruled & SLOT_BIT(crow->ra_slot)) && (c->valid & SLOT_BIT(crow->ra_slot)))
+		ra = c->regs[crow->ra_slot];
+	else
+		return 0; /* no return address: the outermost frame */
+	if (crow->ra_signed)
+		ra = strip_pac(ra);
+	unsigned pcs = pc_slot(a);
+	regs[pcs] = ra;
+	valid |= SLOT_BIT(pcs);
+
+	if (c->depth > 0 && c->how != BK_HOW_SIGNAL && cfa <= c->cfa)
+		return BK_E_LOOP;
+	c->cfa = cfa;
+	memcpy(c->regs, regs, sizeof(regs));
+	c->valid = valid;
+	c->how = BK_HOW_CFI;
+	c->at_pc = 0;
+	return 1;
+}
+
+/* ---- Frame pointer -------------------------------------------------------- */
+
+/* x86-64: rbp chain. At a function's first instruction (push %rbp, maybe
+ * after endbr64) the return address is at [rsp]; right after the push it is
+ * at [rsp+8] with the caller's rbp at [rsp]; elsewhere the frame record is
+ * at rbp: saved rbp at [rbp], return address at [rbp+8]. Only the innermost
+ * frame or one interrupted by a signal can be in a prologue. AArch64: the
+ * frame record {x29, x30} is at x29. */
+static int step_fp(struct uw_cursor *c)
+{
+	struct bk_space *s = c->space;
+	const struct arch_info *a = s->arch;
+	unsigned sps = arch_slot(a, a->sp_reg), fps = arch_slot(a, a->fp_reg), pcs = pc_slot(a);
+	uint64_t sp = c->regs[sps], pc = c->regs[pcs];
+	uint64_t cfa, ra, fp;
+	bool fp_saved;
+	int err;
+
+	uint64_t frame = c->regs[fps];
+	if (a->arch == BK_ARCH_X86_64 && c->at_pc) {
+		uint8_t code[5] = { 0 };
+		uint8_t before = 0;
+		s->ops.read_mem(s->ctx, pc, code, sizeof(code));
+		s->ops.read_mem(s->ctx, pc - 1, &before, 1);
+		bool entry = code[0] == 0x55 ||
+			     (code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e &&
+			      code[3] == 0xfa && code[4] == 0x55);
+		bool after_push = before == 0x55 && code[0] == 0x48 && code[1] == 0x89 &&
+				  code[2] == 0xe5;
+		if (entry) {
+			cfa = sp + 8;
+			fp_saved = false;
+			goto have_cfa;
+		}
+		if (after_push) {
+			cfa = sp + 16;
+			fp_saved = true;
+			if ((err = read_word(s, sp, &fp)))
+				return err;
+			goto have_cfa;
+		}
+	}
+	if (!(c->valid & SLOT_BIT(fps)))
+		return BK_E_NO_UNWIND;
+	if (frame == 0)
+		return 0; /* the end of the frame-pointer chain (_start clears it) */
+	if (frame % a->addr_size || frame < sp)
+		return BK_E_NO_UNWIND;
+	cfa = frame + 2 * a->addr_size;
+	fp_saved = true;
+	if ((err = read_word(s, frame, &fp)))
+		return err;
+have_cfa:
+	if ((err = read_word(s, cfa - a->addr_size, &ra)))
+		return err;
+	if (c->depth > 0 && c->how != BK_HOW_SIGNAL && cfa <= c->cfa)
+		return BK_E_LOOP;
+	uint64_t keep = a->callee_saved_slots & c->valid;
+	uint64_t regs[ARCH_MAX_SLOTS] = { 0 };
+	for (unsigned i = 0; i < a->nslots; i++)
+		if (keep & SLOT_BIT(i))
+			regs[i] = c->regs[i];
+	uint64_t valid = keep;
+	if (fp_saved) {
+		regs[fps] = fp;
+		valid |= SLOT_BIT(fps);
+	}
+	regs[sps] = cfa;
+	regs[pcs] = a->arch == BK_ARCH_AARCH64 ? strip_pac(ra) : ra;
+	valid |= SLOT_BIT(sps) | SLOT_BIT(pcs);
+	c->cfa = cfa;
+	memcpy(c->regs, regs, sizeof(regs));
+	c->valid = valid;
+	c->how = BK_HOW_FP;
+	c->at_pc = 0;
+	return 1;
+}
+
+/* ---- Step ----------------------------------------------------------------- */
+
+static int step(struct uw_cursor *c)
+{
+	struct bk_space *s = c->space;
+	const struct arch_info *a = s->arch;
+	uint64_t pc = c->regs[pc_slot(a)];
+	if (!(c->valid & SLOT_BIT(pc_slot(a))) || pc == 0)
+		return 0; /* PC 0: the bottom of the stack */
+	uint64_t lookup = c->at_pc ? pc : pc - 1;
+
+	struct uw_crow crow;
+	struct cfi_cie cie;
+	struct cfi_row row;
+	const struct cfi_table *t = NULL;
+	bool cached = uw_cache_get(s, lookup, &crow);
+
+	if (!cached) {
+		memset(&crow, 0, sizeof(crow));
+		if (is_sigtramp(s, pc))
+			crow.kind = UW_KIND_SIGNAL;
+	}
+	if (!cached ? crow.kind != UW_KIND_SIGNAL : crow.kind == UW_KIND_CFI_SLOW) {
+		/* Not decided yet, or decided to need the full row again. */
+		const struct uw_module *m = uw_space_find(s, lookup);
+		int err = m ? find_row(m, lookup, &t, &cie, &row) : BK_E_NOT_FOUND;
+		if (!err)
+			compile_row(a, &t->sec, &cie, &row, &crow);
+		else if (err != BK_E_NOT_FOUND)
+			return err;
+	}
+	if (!cached)
+		uw_cache_put(s, lookup, &crow);
+
+	switch (crow.kind) {
+	case UW_KIND_SIGNAL:
+		return step_signal(c);
+	case UW_KIND_CFI:
+		return step_cfi(c, &crow, NULL, NULL, NULL);
+	case UW_KIND_CFI_SLOW:
+		return step_cfi(c, &crow, &t->sec, &cie, &row);
+	}
+	return step_fp(c);
+}
+
+int bk_cursor_step(struct bk_cursor *bc)
+{
+	struct uw_cursor *c = cur(bc);
+	if (c->done)
+		return c->err;
+	if (c->depth + 1 >= BK_MAX_FRAMES) {
+		c->done = 1;
+		c->err = BK_E_LIMIT;
+		return c->err;
+	}
+	int r = step(c);
+	if (r == 1) {
+		c->depth++;
+		return 1;
+	}
+	c->done = 1;
+	c->err = r < 0 ? r : 0;
+	return r;
+}

@@ -1,0 +1,187 @@
+/* Address spaces: an architecture, the target's memory callback, the modules
+ * mapped in it and the row cache.
+ *
+ * Cold: creating a space and adding modules (opening ELF files, building
+ * every lookup table at once so a walk never allocates). Hot and AS-safe:
+ * uw_space_find (binary search over sorted modules) and the cache.
+ *
+ * Invariant: mods[] is sorted by start and no two modules overlap; adding a
+ * module that overlaps another replaces it (a new mapping at that address).
+ */
+#include <stdlib.h>
+
+#include "unwind.h"
+
+int bk_space_create(enum bk_arch arch, const struct bk_target_ops *ops, void *ctx,
+		    struct bk_space **out)
+{
+	const struct arch_info *a = arch_get(arch);
+	if (!a || !ops || !ops->read_mem || ops->size < sizeof(struct bk_target_ops) || !out)
+		return BK_E_INVAL;
+	struct bk_space *s = base_calloc(1, sizeof(*s));
+	if (!s)
+		return BK_E_NOMEM;
+	s->cache = base_calloc(UW_CACHE_ENTRIES, sizeof(*s->cache));
+	if (!s->cache) {
+		base_free(s);
+		return BK_E_NOMEM;
+	}
+	s->arch = a;
+	s->ops = *ops;
+	s->ctx = ctx;
+	*out = s;
+	return 0;
+}
+
+static void module_free(struct uw_module *m)
+{
+	bk_elf_close(m->elf);
+	bk_elf_close(m->debug);
+	base_free(m->path);
+}
+
+void bk_space_destroy(struct bk_space *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nmods; i++)
+		module_free(&s->mods[i]);
+	base_free(s->mods);
+	base_free(s->cache);
+	base_free(s);
+}
+
+enum bk_arch bk_space_arch(const struct bk_space *s)
+{
+	return s->arch->arch;
+}
+
+static char *dup_str(const char *p)
+{
+	size_t n = strlen(p) + 1;
+	char *d = base_alloc(n);
+	if (d)
+		memcpy(d, p, n);
+	return d;
+}
+
+/* Open the module's file and build every table now, so walks never allocate. */
+static void module_load(struct uw_module *m, uint64_t base)
+{
+	int err;
+	if (!m->path[0] || bk_elf_open(m->path, &m->elf) != 0)
+		return;
+	m->bias = bk_elf_load_bias(m->elf, base);
+	m->eh_table = uw_elf_table(m->elf, UW_EH_FRAME, &err);
+	m->debug_table = uw_elf_table(m->elf, UW_DEBUG_FRAME, &err);
+	struct ldr_elf *dbg;
+	if (ldr_open_debug_file(m->elf->ldr, NULL, &dbg) == 0) {
+		if (uw_elf_wrap(dbg, &m->debug) == 0)
+			m->debug_file_table = uw_elf_table(m->debug, UW_DEBUG_FRAME, &err);
+	}
+}
+
+int bk_space_add_module(struct bk_space *s, const struct bk_module_desc *d)
+{
+	if (!s || !d || d->size < sizeof(*d) || d->end <= d->start)
+		return BK_E_INVAL;
+	struct uw_module m = { .start = d->start, .end = d->end };
+	m.path = dup_str(d->path ? d->path : "");
+	if (!m.path)
+		return BK_E_NOMEM;
+	module_load(&m, d->base);
+
+	/* Drop modules the new one overlaps, then insert in order. */
+	size_t w = 0;
+	for (size_t i = 0; i < s->nmods; i++) {
+		if (s->mods[i].start < m.end && m.start < s->mods[i].end)
+			module_free(&s->mods[i]);
+		else
+			s->mods[w++] = s->mods[i];
+	}
+	s->nmods = w;
+	if (s->nmods == s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 16;
+		void *p = base_realloc(s->mods, ncap * sizeof(*s->mods));
+		if (!p) {
+			module_free(&m);
+			return BK_E_NOMEM;
+		}
+		s->mods = p;
+		s->cap = ncap;
+	}
+	size_t at = s->nmods;
+	while (at > 0 && s->mods[at - 1].start > m.start) {
+		s->mods[at] = s->mods[at - 1];
+		at--;
+	}
+	s->mods[at] = m;
+	s->nmods++;
+	/* Cached rows may describe the code that was replaced. */
+	for (size_t i = 0; i < UW_CACHE_ENTRIES; i++) {
+		atomic_store(&s->cache[i].seq, 0);
+		s->cache[i].pc = 0;
+	}
+	return 0;
+}
+
+const struct uw_module *uw_space_find(const struct bk_space *s, uint64_t pc)
+{
+	size_t lo = 0, hi = s->nmods;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->mods[mid].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || pc >= s->mods[lo - 1].end)
+		return NULL;
+	return &s->mods[lo - 1];
+}
+
+int bk_space_module_at(const struct bk_space *s, uint64_t addr, struct bk_module_info *info)
+{
+	const struct uw_module *m = uw_space_find(s, addr);
+	if (!m)
+		return BK_E_NOT_FOUND;
+	info->path = m->path;
+	info->start = m->start;
+	info->end = m->end;
+	info->bias = m->bias;
+	info->has_cfi = m->eh_table || m->debug_table || m->debug_file_table;
+	return 0;
+}
+
+/* ---- Row cache ------------------------------------------------------------ */
+
+static size_t cache_slot(uint64_t pc)
+{
+	uint64_t h = pc * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 52) & (UW_CACHE_ENTRIES - 1);
+}
+
+bool uw_cache_get(struct bk_space *s, uint64_t pc, struct uw_crow *row)
+{
+	struct uw_cache_entry *e = &s->cache[cache_slot(pc)];
+	uint32_t seq = atomic_load_explicit(&e->seq, memory_order_acquire);
+	if ((seq & 1) || seq == 0 || e->pc != pc)
+		return false;
+	*row = e->row;
+	atomic_thread_fence(memory_order_acquire);
+	return atomic_load_explicit(&e->seq, memory_order_relaxed) == seq;
+}
+
+void uw_cache_put(struct bk_space *s, uint64_t pc, const struct uw_crow *row)
+{
+	struct uw_cache_entry *e = &s->cache[cache_slot(pc)];
+	uint32_t seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+	if ((seq & 1) ||
+	    !atomic_compare_exchange_strong_explicit(&e->seq, &seq, seq + 1,
+						     memory_order_acquire, memory_order_relaxed))
+		return; /* another writer holds it: do not wait, do not cache */
+	atomic_thread_fence(memory_order_release);
+	e->pc = pc;
+	e->row = *row;
+	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+}

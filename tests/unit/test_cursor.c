@@ -1,0 +1,199 @@
+/* The cursor on this very process: registers from getcontext(), memory read
+ * with process_vm_readv on ourselves, modules from /proc/self/maps. The
+ * walk must pass through the test's own call chain in order, end cleanly at
+ * the outermost frame, and do the same again from the row cache. Also: a
+ * signal handler's walk crosses the signal frame into the interrupted code,
+ * and bad starts are refused. */
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/uio.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "backstep.h"
+#include "check.h"
+
+static int read_self(void *ctx, uint64_t addr, void *dst, size_t len)
+{
+	(void)ctx;
+	struct iovec local = { dst, len }, remote = { (void *)(uintptr_t)addr, len };
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0
+										     : BK_E_MEMORY;
+}
+
+static struct bk_space *make_space(void)
+{
+	static const struct bk_target_ops ops = { sizeof(ops), read_self };
+	struct bk_space *s;
+	if (bk_space_create(BK_ARCH_X86_64, &ops, NULL, &s))
+		return NULL;
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4096], path[4096], prev[4096] = "";
+	struct bk_module_desc d = { sizeof(d), NULL, 0, 0, 0 };
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, off;
+		path[0] = 0;
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &lo, &hi, &off, path) < 3 ||
+		    path[0] != '/')
+			continue;
+		if (strcmp(path, prev) != 0) {
+			if (prev[0])
+				bk_space_add_module(s, &d);
+			strcpy(prev, path);
+			d.path = prev;
+			d.start = lo;
+			d.base = lo - off;
+		}
+		d.end = hi;
+	}
+	if (prev[0])
+		bk_space_add_module(s, &d);
+	fclose(f);
+	return s;
+}
+
+static struct bk_space *space;
+
+#define MAX_SEEN 64
+static const char *seen[MAX_SEEN];
+static int nseen, walk_result;
+static int hows[MAX_SEEN];
+
+static void walk_from(const ucontext_t *uc)
+{
+	struct bk_regs regs;
+	memset(&regs, 0, sizeof(regs));
+	static const int map[17] = { REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+				     REG_RBP, REG_RSP, REG_R8, REG_R9, REG_R10, REG_R11,
+				     REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP };
+	for (int i = 0; i < 17; i++)
+		bk_regs_set(&regs, (unsigned)i, (uint64_t)uc->uc_mcontext.gregs[map[i]]);
+	struct bk_cursor c;
+	nseen = 0;
+	CHECK_INT(bk_cursor_init(&c, space, &regs), 0, "cursor init");
+	do {
+		Dl_info info;
+		uint64_t pc = bk_cursor_lookup_pc(&c);
+		if (nseen < MAX_SEEN) {
+			hows[nseen] = bk_cursor_how(&c);
+			seen[nseen++] = dladdr((void *)(uintptr_t)pc, &info) && info.dli_sname
+						? info.dli_sname : "?";
+		}
+	} while ((walk_result = bk_cursor_step(&c)) == 1);
+	if (getenv("BK_TEST_VERBOSE"))
+		for (int i = 0; i < nseen; i++)
+			fprintf(stderr, "#%d %s (%s)%s", i, seen[i], bk_how_name(hows[i]),
+				i + 1 == nseen ? "\n" : "\n");
+}
+
+static int index_of(const char *name)
+{
+	for (int i = 0; i < nseen; i++)
+		if (strcmp(seen[i], name) == 0)
+			return i;
+	return -1;
+}
+
+__attribute__((noinline)) void chain_leaf(void)
+{
+	ucontext_t uc;
+	getcontext(&uc);
+	walk_from(&uc);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void chain_middle(int n)
+{
+	if (n > 0)
+		chain_middle(n - 1);
+	else
+		chain_leaf();
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void chain_top(void)
+{
+	chain_middle(3);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void check_chain(const char *what)
+{
+	int leaf = index_of("chain_leaf"), top = index_of("chain_top"), m = index_of("main");
+	CHECK(leaf >= 0 && top > leaf && m > top, "%s: frames in order (leaf %d, top %d, main %d)",
+	      what, leaf, top, m);
+	int middles = 0;
+	for (int i = 0; i < nseen; i++)
+		middles += strcmp(seen[i], "chain_middle") == 0;
+	CHECK_INT(middles, 4, what);
+	CHECK_INT(walk_result, 0, what);
+	CHECK(nseen < 20, "%s: %d frames, no invented ones", what, nseen);
+	for (int i = 1; i < nseen; i++)
+		CHECK(hows[i] == BK_HOW_CFI, "%s: frame %d (%s) by %d", what, i, seen[i], hows[i]);
+}
+
+static volatile sig_atomic_t in_handler;
+
+void on_signal(int sig, siginfo_t *si, void *ctx);
+void on_signal(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	(void)si;
+	(void)ctx;
+	ucontext_t uc;
+	getcontext(&uc);
+	walk_from(&uc);
+	in_handler = 1;
+}
+
+__attribute__((noinline)) void raise_it(void)
+{
+	raise(SIGUSR1);
+	__asm__ volatile("" ::: "memory");
+}
+
+int main(void)
+{
+	space = make_space();
+	CHECK(space != NULL, "space");
+	if (!space)
+		return check_summary();
+
+	chain_top();
+	check_chain("first walk");
+	chain_top();
+	check_chain("second walk (row cache)");
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGUSR1, &sa, NULL);
+	raise_it();
+	CHECK(in_handler, "handler ran");
+	int h = index_of("on_signal"), r = index_of("raise_it"), m = index_of("main");
+	CHECK(h >= 0 && r > h && m > r, "signal walk crosses into the interrupted code (%d %d %d)",
+	      h, r, m);
+	int sig = -1;
+	for (int i = 0; i < nseen; i++)
+		if (hows[i] == BK_HOW_SIGNAL)
+			sig = i;
+	CHECK(sig > h && sig < r, "a signal frame between handler and raise_it (%d)", sig);
+	CHECK_INT(walk_result, 0, "signal walk ends cleanly");
+
+	/* Bad starts. */
+	struct bk_cursor c;
+	struct bk_regs none;
+	memset(&none, 0, sizeof(none));
+	CHECK_INT(bk_cursor_init(&c, space, &none), BK_E_INVAL, "no PC/SP");
+	bk_regs_set(&none, 16, 0x1234);
+	bk_regs_set(&none, 7, 0x10);
+	CHECK_INT(bk_cursor_init(&c, space, &none), 0, "garbage PC and SP");
+	int rc = bk_cursor_step(&c);
+	CHECK(rc <= 0, "a garbage frame does not step (%d)", rc);
+	CHECK_INT(bk_cursor_step(&c), rc, "after the end, step repeats its answer");
+
+	bk_space_destroy(space);
+	return check_summary();
+}
