@@ -234,7 +234,8 @@ struct cfi_table {
 	/* Otherwise the built index. */
 	struct cfi_index_entry *index;
 	size_t nindex;
-	/* What building saw: entries that failed to decode, FDEs of zero length. */
+	/* What building the index saw: entries that failed to decode (FDEs of
+	 * zero length are left out without being counted). */
 	size_t nbad;
 	int first_error;
 	uint64_t first_error_off;

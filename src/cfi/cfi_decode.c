@@ -387,12 +387,21 @@ int cfi_decode_fde(const struct cfi_section *sec, uint64_t off, struct cfi_fde *
 		aug.end = b.p;
 		if (cie->lsda_enc != DW_EH_PE_omit) {
 			ctx.func_addr = fde->pc_begin;
-			/* Indirect LSDA pointers need target memory; the value
-			 * does not matter for unwinding, so read it direct. */
+			/* A raw value of 0, before any base is applied, means "no
+			 * LSDA" (what GCC writes for a function without one that
+			 * shares an 'L' CIE). Indirect LSDA pointers need target
+			 * memory; unwinding never uses the value, so it is read
+			 * direct. */
+			struct buf raw_buf = aug;
+			uint64_t raw;
+			if ((err = cfi_read_pointer(&raw_buf, cie->lsda_enc & 0x0f, &ctx, &raw)))
+				return err;
 			if ((err = cfi_read_pointer(&aug, cie->lsda_enc & ~DW_EH_PE_indirect, &ctx,
 						    &fde->lsda)))
 				return err;
-			fde->has_lsda = fde->lsda != 0;
+			fde->has_lsda = raw != 0;
+			if (!fde->has_lsda)
+				fde->lsda = 0;
 		}
 	}
 	fde->insns = b.p;
@@ -545,7 +554,11 @@ int cfi_decode_insn(struct buf *b, const struct cfi_section *sec, const struct c
 			struct cfi_ptr_ctx ctx = ptr_ctx(sec, cie->addr_size, fde ? fde->pc_begin : 0);
 			err = cfi_read_pointer(&r, cie->fde_enc, &ctx, &in->u);
 		} else {
-			err = buf_uN(&r, cie->addr_size, &in->u);
+			/* §6.4.2.1: a segment selector precedes the address,
+			 * as in the FDE's initial_location. */
+			err = buf_skip(&r, cie->segment_size);
+			if (!err)
+				err = buf_uN(&r, cie->addr_size, &in->u);
 		}
 		if (err)
 			return err;

@@ -4,8 +4,8 @@
  * per lookup:
  *   - the binary-search table of .eh_frame_hdr (LSB 5.0 §10.6.2), used only
  *     after it passes validation at init: version 1, a fixed-size encoding,
- *     the eh_frame_ptr naming this very section, entries sorted by initial
- *     location and each pointing inside the section;
+ *     the eh_frame_ptr naming this very section, at least one entry, entries
+ *     sorted by initial location and each framing an FDE of the section;
  *   - otherwise an index of (pc_begin, pc_end, offset) built once by walking
  *     the whole section, sorted by pc_begin. FDEs that fail to decode are
  *     counted and left out; a broken length field ends the walk there.
@@ -81,7 +81,9 @@ static bool try_hdr(struct cfi_table *t, const struct cfi_hdr *hdr)
 	    cfi_read_pointer(&b, count_enc, &ctx, &count))
 		return false;
 	int size = fixed_size(table_enc, ctx.addr_size);
-	if (eh_frame_addr != t->sec.addr || size <= 0 || count > buf_left(&b) / (2 * (size_t)size))
+	/* An empty table while the section has entries would hide them all. */
+	if (eh_frame_addr != t->sec.addr || size <= 0 || count == 0 ||
+	    count > buf_left(&b) / (2 * (size_t)size))
 		return false;
 
 	t->hdr_table = b.p;
@@ -92,8 +94,10 @@ static bool try_hdr(struct cfi_table *t, const struct cfi_hdr *hdr)
 	uint64_t prev = 0;
 	for (size_t i = 0; i < t->hdr_count; i++) {
 		uint64_t loc, fde_addr;
+		struct cfi_entry e;
 		if (hdr_entry(t, i, &loc, &fde_addr) || (i && loc < prev) ||
-		    fde_addr < t->sec.addr || fde_addr - t->sec.addr >= t->sec.len) {
+		    fde_addr < t->sec.addr || fde_addr - t->sec.addr >= t->sec.len ||
+		    cfi_entry_at(&t->sec, fde_addr - t->sec.addr, &e) || e.kind != CFI_ENTRY_FDE) {
 			t->hdr_table = NULL;
 			t->hdr_count = 0;
 			return false;
