@@ -404,8 +404,8 @@ static void probe_all(struct run *r, const struct cfi_table *t)
 		for (size_t i = 0; i < t->hdr_count; i++) {
 			const uint8_t *p = t->hdr_table + i * 2 * (size_t)size;
 			struct buf b = { p, p + 2 * size };
-			check(cfi_read_pointer(&b, t->hdr_enc, &t->hdr_ctx, &he[i].loc) == 0 &&
-			      cfi_read_pointer(&b, t->hdr_enc, &t->hdr_ctx, &he[i].fde_addr) == 0,
+			check(base_read_pointer(&b, t->hdr_enc, &t->hdr_ctx, &he[i].loc) == 0 &&
+			      base_read_pointer(&b, t->hdr_enc, &t->hdr_ctx, &he[i].fde_addr) == 0,
 			      "validated header entry does not decode");
 			check(i == 0 || he[i - 1].loc <= he[i].loc, "validated header not sorted");
 			check(he[i].fde_addr >= sec->addr && he[i].fde_addr - sec->addr < sec->len,

@@ -200,7 +200,34 @@ static inline int buf_sleb(struct buf *b, int64_t *v)
 	return 0;
 }
 
+/* ---- Pointer encodings (pointer.c) ------------------------------------- */
+
+/* Where a DW_EH_PE-encoded pointer's relative forms are anchored. */
+struct base_ptr_ctx {
+	const uint8_t *sec_data; /* start of the section holding the pointer */
+	uint64_t sec_addr;       /* its address: pcrel = sec_addr + (p - sec_data) */
+	uint64_t text_addr;
+	uint64_t data_addr;
+	uint64_t func_addr;      /* DW_EH_PE_funcrel base (the FDE's pc_begin) */
+	uint8_t addr_size;
+	const struct base_mem *mem;
+};
+
+/* Read one pointer with encoding ENC (DW_EH_PE_*, not omit). With
+ * DW_EH_PE_indirect the decoded value is the address where the pointer is
+ * stored, and the result is read from there through ctx->mem. Errors:
+ * BK_E_CORRUPT (truncated), BK_E_UNSUPPORTED (unknown format or
+ * application), BK_E_MEMORY (indirect read failed). */
+BK_HIDDEN int base_read_pointer(struct buf *b, uint8_t enc, const struct base_ptr_ctx *ctx,
+			       uint64_t *out);
+
 /* ---- Checked arithmetic ------------------------------------------------- */
+
+/* V reduced to an ADDR_SIZE-byte address. */
+static inline uint64_t base_mask_addr(uint64_t v, uint8_t addr_size)
+{
+	return addr_size >= 8 ? v : v & (((uint64_t)1 << (8 * addr_size)) - 1);
+}
 
 static inline int base_add_s64(uint64_t a, int64_t off, uint64_t *out)
 {

@@ -35,24 +35,6 @@ struct cfi_section {
 	struct base_mem mem; /* reads for DW_EH_PE_indirect; may be empty */
 };
 
-/* Where a DW_EH_PE-encoded pointer's relative forms are anchored. */
-struct cfi_ptr_ctx {
-	const uint8_t *sec_data; /* start of the section holding the pointer */
-	uint64_t sec_addr;       /* its address: pcrel = sec_addr + (p - sec_data) */
-	uint64_t text_addr;
-	uint64_t data_addr;
-	uint64_t func_addr;      /* DW_EH_PE_funcrel base (the FDE's pc_begin) */
-	uint8_t addr_size;
-	const struct base_mem *mem;
-};
-
-/* Read one pointer with encoding ENC (DW_EH_PE_*, not omit). With
- * DW_EH_PE_indirect the value read is the address of the pointer. Errors:
- * BK_E_CORRUPT (truncated), BK_E_UNSUPPORTED (unknown format or
- * application), BK_E_MEMORY (indirect read failed). */
-BK_HIDDEN int cfi_read_pointer(struct buf *b, uint8_t enc, const struct cfi_ptr_ctx *ctx,
-			       uint64_t *out);
-
 /* A decoded CIE (DWARF 5 §6.4.1; LSB for the augmentations). */
 struct cfi_cie {
 	uint64_t off;           /* offset of its length field in the section */
@@ -230,7 +212,7 @@ struct cfi_table {
 	const uint8_t *hdr_table;
 	size_t hdr_count;
 	uint8_t hdr_enc;
-	struct cfi_ptr_ctx hdr_ctx;
+	struct base_ptr_ctx hdr_ctx;
 	/* Otherwise the built index. */
 	struct cfi_index_entry *index;
 	size_t nindex;

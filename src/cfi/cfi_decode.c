@@ -12,103 +12,6 @@
 
 #include "../base/dwarf.h"
 
-static uint64_t mask_to(uint64_t v, uint8_t addr_size)
-{
-	return addr_size >= 8 ? v : v & (((uint64_t)1 << (8 * addr_size)) - 1);
-}
-
-int cfi_read_pointer(struct buf *b, uint8_t enc, const struct cfi_ptr_ctx *ctx, uint64_t *out)
-{
-	if (enc == DW_EH_PE_omit)
-		return BK_E_INVAL;
-	struct buf r = *b;
-	uint64_t field_addr = ctx->sec_addr + (uint64_t)(r.p - ctx->sec_data);
-	uint64_t raw = 0;
-	int err;
-
-	if ((enc & 0x70) == DW_EH_PE_aligned) {
-		/* The value is an absptr at the next address_size boundary. */
-		uint64_t mis = field_addr % ctx->addr_size;
-		if (mis && (err = buf_skip(&r, ctx->addr_size - mis)))
-			return err;
-		field_addr += mis ? ctx->addr_size - mis : 0;
-		if ((enc & 0x0f) != DW_EH_PE_absptr)
-			return BK_E_UNSUPPORTED;
-	}
-
-	switch (enc & 0x0f) {
-	case DW_EH_PE_absptr:
-		err = buf_uN(&r, ctx->addr_size, &raw);
-		break;
-	case DW_EH_PE_uleb128:
-		err = buf_uleb(&r, &raw);
-		break;
-	case DW_EH_PE_udata2:
-		err = buf_uN(&r, 2, &raw);
-		break;
-	case DW_EH_PE_udata4:
-		err = buf_uN(&r, 4, &raw);
-		break;
-	case DW_EH_PE_udata8:
-		err = buf_uN(&r, 8, &raw);
-		break;
-	case DW_EH_PE_sleb128: {
-		int64_t s;
-		err = buf_sleb(&r, &s);
-		raw = (uint64_t)s;
-		break;
-	}
-	case DW_EH_PE_sdata2:
-		err = buf_uN(&r, 2, &raw);
-		raw = (uint64_t)base_sext(raw, 16);
-		break;
-	case DW_EH_PE_sdata4:
-		err = buf_uN(&r, 4, &raw);
-		raw = (uint64_t)base_sext(raw, 32);
-		break;
-	case DW_EH_PE_sdata8:
-		err = buf_uN(&r, 8, &raw);
-		break;
-	default:
-		return BK_E_UNSUPPORTED;
-	}
-	if (err)
-		return err;
-
-	uint64_t base;
-	switch (enc & 0x70) {
-	case DW_EH_PE_absptr:
-	case DW_EH_PE_aligned:
-		base = 0;
-		break;
-	case DW_EH_PE_pcrel:
-		base = field_addr;
-		break;
-	case DW_EH_PE_textrel:
-		base = ctx->text_addr;
-		break;
-	case DW_EH_PE_datarel:
-		base = ctx->data_addr;
-		break;
-	case DW_EH_PE_funcrel:
-		base = ctx->func_addr;
-		break;
-	default:
-		return BK_E_UNSUPPORTED;
-	}
-	uint64_t v = mask_to(base + raw, ctx->addr_size);
-
-	if (enc & DW_EH_PE_indirect) {
-		uint64_t target = 0;
-		if ((err = base_mem_read(ctx->mem, v, &target, ctx->addr_size)))
-			return err;
-		v = mask_to(target, ctx->addr_size); /* little-endian host and target */
-	}
-	*b = r;
-	*out = v;
-	return 0;
-}
-
 /* The fixed size of an encoding's value, 0 for LEB128 forms, -1 if unknown. */
 static int encoded_size(uint8_t enc, uint8_t addr_size)
 {
@@ -122,9 +25,9 @@ static int encoded_size(uint8_t enc, uint8_t addr_size)
 	}
 }
 
-static struct cfi_ptr_ctx ptr_ctx(const struct cfi_section *sec, uint8_t addr_size, uint64_t func)
+static struct base_ptr_ctx ptr_ctx(const struct cfi_section *sec, uint8_t addr_size, uint64_t func)
 {
-	struct cfi_ptr_ctx c = {
+	struct base_ptr_ctx c = {
 		.sec_data = sec->data,
 		.sec_addr = sec->addr,
 		.text_addr = sec->text_addr,
@@ -212,7 +115,7 @@ static int decode_augmentation(const struct cfi_section *sec, struct cfi_cie *ci
 	data.p = b->p - aug_len;
 	data.end = b->p;
 
-	struct cfi_ptr_ctx ctx = ptr_ctx(sec, cie->addr_size, 0);
+	struct base_ptr_ctx ctx = ptr_ctx(sec, cie->addr_size, 0);
 	for (const char *c = a + 1; *c; c++) {
 		switch (*c) {
 		case 'L':
@@ -237,7 +140,7 @@ static int decode_augmentation(const struct cfi_section *sec, struct cfi_cie *ci
 			/* Unwinding never calls the personality routine, so an
 			 * indirect pointer is kept as the address of its slot and
 			 * target memory is not read. */
-			err = cfi_read_pointer(&data, cie->personality_enc & ~DW_EH_PE_indirect,
+			err = base_read_pointer(&data, cie->personality_enc & ~DW_EH_PE_indirect,
 					       &ctx, &cie->personality);
 			if (err)
 				return err;
@@ -358,13 +261,13 @@ int cfi_decode_fde(const struct cfi_section *sec, uint64_t off, struct cfi_fde *
 	fde->cie_off = e.cie_off;
 
 	struct buf b = { e.body, e.end };
-	struct cfi_ptr_ctx ctx = ptr_ctx(sec, cie->addr_size, 0);
+	struct base_ptr_ctx ctx = ptr_ctx(sec, cie->addr_size, 0);
 	uint64_t range;
 	if (sec->is_eh) {
-		if ((err = cfi_read_pointer(&b, cie->fde_enc, &ctx, &fde->pc_begin)))
+		if ((err = base_read_pointer(&b, cie->fde_enc, &ctx, &fde->pc_begin)))
 			return err;
 		/* The range has the value format of the encoding, no base. */
-		if ((err = cfi_read_pointer(&b, cie->fde_enc & 0x0f, &ctx, &range)))
+		if ((err = base_read_pointer(&b, cie->fde_enc & 0x0f, &ctx, &range)))
 			return err;
 	} else {
 		if ((err = buf_skip(&b, cie->segment_size)))
@@ -373,7 +276,7 @@ int cfi_decode_fde(const struct cfi_section *sec, uint64_t off, struct cfi_fde *
 		    (err = buf_uN(&b, cie->addr_size, &range)))
 			return err;
 	}
-	fde->pc_end = mask_to(fde->pc_begin + range, cie->addr_size);
+	fde->pc_end = base_mask_addr(fde->pc_begin + range, cie->addr_size);
 	if (fde->pc_end < fde->pc_begin)
 		return BK_CORRUPT; /* wraps around the address space */
 
@@ -394,9 +297,9 @@ int cfi_decode_fde(const struct cfi_section *sec, uint64_t off, struct cfi_fde *
 			 * direct. */
 			struct buf raw_buf = aug;
 			uint64_t raw;
-			if ((err = cfi_read_pointer(&raw_buf, cie->lsda_enc & 0x0f, &ctx, &raw)))
+			if ((err = base_read_pointer(&raw_buf, cie->lsda_enc & 0x0f, &ctx, &raw)))
 				return err;
-			if ((err = cfi_read_pointer(&aug, cie->lsda_enc & ~DW_EH_PE_indirect, &ctx,
+			if ((err = base_read_pointer(&aug, cie->lsda_enc & ~DW_EH_PE_indirect, &ctx,
 						    &fde->lsda)))
 				return err;
 			fde->has_lsda = raw != 0;
@@ -551,8 +454,8 @@ int cfi_decode_insn(struct buf *b, const struct cfi_section *sec, const struct c
 	}
 	case SH_LOC:
 		if (sec->is_eh) {
-			struct cfi_ptr_ctx ctx = ptr_ctx(sec, cie->addr_size, fde ? fde->pc_begin : 0);
-			err = cfi_read_pointer(&r, cie->fde_enc, &ctx, &in->u);
+			struct base_ptr_ctx ctx = ptr_ctx(sec, cie->addr_size, fde ? fde->pc_begin : 0);
+			err = base_read_pointer(&r, cie->fde_enc, &ctx, &in->u);
 		} else {
 			/* §6.4.2.1: a segment selector precedes the address,
 			 * as in the FDE's initial_location. */

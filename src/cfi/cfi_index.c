@@ -52,8 +52,8 @@ static int hdr_entry(const struct cfi_table *t, size_t i, uint64_t *loc, uint64_
 	int size = fixed_size(t->hdr_enc, t->hdr_ctx.addr_size);
 	const uint8_t *p = t->hdr_table + i * 2 * (size_t)size;
 	struct buf b = { p, p + 2 * size };
-	int err = cfi_read_pointer(&b, t->hdr_enc, &t->hdr_ctx, loc);
-	return err ? err : cfi_read_pointer(&b, t->hdr_enc, &t->hdr_ctx, fde_addr);
+	int err = base_read_pointer(&b, t->hdr_enc, &t->hdr_ctx, loc);
+	return err ? err : base_read_pointer(&b, t->hdr_enc, &t->hdr_ctx, fde_addr);
 }
 
 /* Adopt the .eh_frame_hdr table if it is usable; false leaves T unchanged. */
@@ -61,7 +61,7 @@ static bool try_hdr(struct cfi_table *t, const struct cfi_hdr *hdr)
 {
 	struct buf b = buf_make(hdr->data, hdr->len);
 	uint8_t version, ptr_enc, count_enc, table_enc;
-	struct cfi_ptr_ctx ctx = {
+	struct base_ptr_ctx ctx = {
 		.sec_data = hdr->data,
 		.sec_addr = hdr->addr,
 		.text_addr = t->sec.text_addr,
@@ -77,8 +77,8 @@ static bool try_hdr(struct cfi_table *t, const struct cfi_hdr *hdr)
 	if (ptr_enc == DW_EH_PE_omit || count_enc == DW_EH_PE_omit ||
 	    table_enc == DW_EH_PE_omit || (ptr_enc | count_enc | table_enc) & DW_EH_PE_indirect)
 		return false;
-	if (cfi_read_pointer(&b, ptr_enc, &ctx, &eh_frame_addr) ||
-	    cfi_read_pointer(&b, count_enc, &ctx, &count))
+	if (base_read_pointer(&b, ptr_enc, &ctx, &eh_frame_addr) ||
+	    base_read_pointer(&b, count_enc, &ctx, &count))
 		return false;
 	int size = fixed_size(table_enc, ctx.addr_size);
 	/* An empty table while the section has entries would hide them all. */

@@ -354,58 +354,6 @@ static bool seg_file_span(const struct ldr_elf *e, uint64_t vaddr, uint64_t *off
 	return false;
 }
 
-/* An .eh_frame_hdr pointer (LSB "DWARF Exception Header Encoding"):
- * pcrel is relative to the field, datarel to the start of .eh_frame_hdr. */
-static int hdr_ptr(struct buf *b, uint8_t enc, uint8_t addr_size, uint64_t field_addr,
-		   uint64_t hdr_addr, uint64_t *out)
-{
-	uint64_t v;
-	int err;
-	switch (enc & 0x0f) {
-	case DW_EH_PE_absptr:
-		err = buf_uN(b, addr_size, &v);
-		break;
-	case DW_EH_PE_udata2:
-	case DW_EH_PE_sdata2:
-		err = buf_uN(b, 2, &v);
-		if (!err && (enc & 0x0f) == DW_EH_PE_sdata2)
-			v = (uint64_t)base_sext(v, 16);
-		break;
-	case DW_EH_PE_udata4:
-	case DW_EH_PE_sdata4:
-		err = buf_uN(b, 4, &v);
-		if (!err && (enc & 0x0f) == DW_EH_PE_sdata4)
-			v = (uint64_t)base_sext(v, 32);
-		break;
-	case DW_EH_PE_udata8:
-	case DW_EH_PE_sdata8:
-		err = buf_uN(b, 8, &v);
-		break;
-	default:
-		return BK_E_UNSUPPORTED;
-	}
-	if (err)
-		return err;
-	switch (enc & 0x70) {
-	case DW_EH_PE_absptr:
-		break;
-	case DW_EH_PE_pcrel:
-		v += field_addr;
-		break;
-	case DW_EH_PE_datarel:
-		v += hdr_addr;
-		break;
-	default:
-		return BK_E_UNSUPPORTED;
-	}
-	if (enc & DW_EH_PE_indirect)
-		return BK_E_UNSUPPORTED;
-	if (addr_size == 4)
-		v &= 0xffffffffu;
-	*out = v;
-	return 0;
-}
-
 /* Fill .eh_frame_hdr from the segment when no section header names it, and
  * .eh_frame from its eh_frame_ptr when no section header names that. A
  * header we cannot follow leaves the section absent: unwind data is the
@@ -432,8 +380,12 @@ static void eh_from_segment(struct ldr_elf *e, const uint8_t *img, bool hdr_shdr
 	uint64_t eh_addr;
 	if (buf_u8(&b, &version) || version != 1 || buf_u8(&b, &ptr_enc) ||
 	    buf_u8(&b, &count_enc) || buf_u8(&b, &table_enc) || ptr_enc == DW_EH_PE_omit ||
-	    hdr_ptr(&b, ptr_enc, e->addr_size, h->addr + (uint64_t)(b.p - h->data), h->addr,
-		    &eh_addr))
+	    (ptr_enc & DW_EH_PE_indirect))
+		return;
+	/* pcrel is relative to the field, datarel to the header's start. */
+	struct base_ptr_ctx ctx = { .sec_data = h->data, .sec_addr = h->addr,
+				    .data_addr = h->addr, .addr_size = e->addr_size };
+	if (base_read_pointer(&b, ptr_enc, &ctx, &eh_addr))
 		return;
 	if (!seg_file_span(e, eh_addr, &off, &avail) || avail > SIZE_MAX)
 		return;

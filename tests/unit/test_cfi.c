@@ -397,10 +397,10 @@ static const struct ptr_case ptr_cases[] = {
 	PERR("omit", DW_EH_PE_omit, 8, 0, (0, 0, 0, 0, 0, 0, 0, 0), BK_E_INVAL),
 };
 
-static struct cfi_ptr_ctx ptr_ctx_at(const uint8_t *sec_data, uint8_t addr_size,
+static struct base_ptr_ctx ptr_ctx_at(const uint8_t *sec_data, uint8_t addr_size,
 				     const struct base_mem *mem)
 {
-	struct cfi_ptr_ctx c = {
+	struct base_ptr_ctx c = {
 		.sec_data = sec_data,
 		.sec_addr = PTR_SEC,
 		.text_addr = PTR_TEXT,
@@ -420,9 +420,9 @@ static void test_pointer_rows(void)
 		memset(data, 0x5a, sizeof(data));
 		memcpy(data + c->at, c->bytes, c->len);
 		struct buf b = buf_make(data + c->at, c->len);
-		struct cfi_ptr_ctx ctx = ptr_ctx_at(data, c->addr_size, NULL);
+		struct base_ptr_ctx ctx = ptr_ctx_at(data, c->addr_size, NULL);
 		uint64_t v = 0xdeadbeef;
-		int err = cfi_read_pointer(&b, c->enc, &ctx, &v);
+		int err = base_read_pointer(&b, c->enc, &ctx, &v);
 		CHECK_INT(err, c->err, c->name);
 		if (c->err) {
 			CHECK(b.p == data + c->at, "%s: reader moved on error", c->name);
@@ -444,9 +444,9 @@ static void test_pointer_indirect(void)
 	/* indirect|udata4: the value read is the address of the pointer. */
 	memcpy(data, (uint8_t[]){ U32(MEM_BASE + 8) }, 4);
 	struct buf b = buf_make(data, 4);
-	struct cfi_ptr_ctx ctx = ptr_ctx_at(data, 8, &mem);
+	struct base_ptr_ctx ctx = ptr_ctx_at(data, 8, &mem);
 	mem_calls = 0;
-	CHECK_INT(cfi_read_pointer(&b, DW_EH_PE_indirect | DW_EH_PE_udata4, &ctx, &v), 0,
+	CHECK_INT(base_read_pointer(&b, DW_EH_PE_indirect | DW_EH_PE_udata4, &ctx, &v), 0,
 		  "indirect udata4");
 	CHECK_U64(v, 0x8f8e8d8c8b8a8988, "indirect udata4");
 	CHECK_U64(mem_last_addr, MEM_BASE + 8, "indirect udata4 address");
@@ -457,7 +457,7 @@ static void test_pointer_indirect(void)
 	/* addr_size 4: four bytes are read and the result is 32 bits. */
 	b = buf_make(data, 4);
 	ctx = ptr_ctx_at(data, 4, &mem);
-	CHECK_INT(cfi_read_pointer(&b, DW_EH_PE_indirect | DW_EH_PE_udata4, &ctx, &v), 0,
+	CHECK_INT(base_read_pointer(&b, DW_EH_PE_indirect | DW_EH_PE_udata4, &ctx, &v), 0,
 		  "indirect addr4");
 	CHECK_U64(v, 0x8b8a8988, "indirect addr4");
 	CHECK_INT(mem_last_len, 4, "indirect addr4 reads 4");
@@ -469,7 +469,7 @@ static void test_pointer_indirect(void)
 	memcpy(data + 4, (uint8_t[]){ U32((uint32_t)rel) }, 4);
 	b = buf_make(data + 4, 4);
 	ctx = ptr_ctx_at(data, 8, &mem);
-	CHECK_INT(cfi_read_pointer(&b, 0x9b, &ctx, &v), 0, "indirect pcrel");
+	CHECK_INT(base_read_pointer(&b, 0x9b, &ctx, &v), 0, "indirect pcrel");
 	CHECK_U64(mem_last_addr, slot, "indirect pcrel slot");
 	CHECK_U64(v, 0x9796959493929190, "indirect pcrel value");
 
@@ -477,7 +477,7 @@ static void test_pointer_indirect(void)
 	b = buf_make(data, 4);
 	ctx = ptr_ctx_at(data, 8, &bad);
 	mem_calls = 0;
-	CHECK_INT(cfi_read_pointer(&b, DW_EH_PE_indirect | DW_EH_PE_udata4, &ctx, &v),
+	CHECK_INT(base_read_pointer(&b, DW_EH_PE_indirect | DW_EH_PE_udata4, &ctx, &v),
 		  BK_E_MEMORY, "indirect read fails");
 	CHECK_INT(mem_calls, 1, "indirect read fails: asked once");
 	CHECK(b.p == data, "indirect read fails: reader unchanged");
@@ -486,17 +486,17 @@ static void test_pointer_indirect(void)
 	memcpy(data, (uint8_t[]){ U32(0x100) }, 4);
 	b = buf_make(data, 4);
 	ctx = ptr_ctx_at(data, 8, &mem);
-	CHECK_INT(cfi_read_pointer(&b, DW_EH_PE_indirect | DW_EH_PE_udata4, &ctx, &v),
+	CHECK_INT(base_read_pointer(&b, DW_EH_PE_indirect | DW_EH_PE_udata4, &ctx, &v),
 		  BK_E_MEMORY, "indirect unmapped");
 
 	/* No callback at all, or an empty one. */
 	b = buf_make(data, 4);
 	ctx = ptr_ctx_at(data, 8, NULL);
-	CHECK_INT(cfi_read_pointer(&b, DW_EH_PE_indirect | DW_EH_PE_udata4, &ctx, &v),
+	CHECK_INT(base_read_pointer(&b, DW_EH_PE_indirect | DW_EH_PE_udata4, &ctx, &v),
 		  BK_E_MEMORY, "indirect without mem");
 	struct base_mem empty = { NULL, NULL };
 	ctx = ptr_ctx_at(data, 8, &empty);
-	CHECK_INT(cfi_read_pointer(&b, DW_EH_PE_indirect | DW_EH_PE_udata4, &ctx, &v),
+	CHECK_INT(base_read_pointer(&b, DW_EH_PE_indirect | DW_EH_PE_udata4, &ctx, &v),
 		  BK_E_MEMORY, "indirect with empty mem");
 }
 
