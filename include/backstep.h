@@ -247,6 +247,34 @@ BK_API void bk_cursor_regs(const struct bk_cursor *c, struct bk_regs *out);
  * (the call may be the function's last instruction). */
 BK_API uint64_t bk_cursor_lookup_pc(const struct bk_cursor *c);
 
+
+/* ---- Processes ---------------------------------------------------------- */
+
+/* A stopped process (or, later, a core file): its threads with the
+ * registers they had when it was stopped, and an address space over its
+ * memory and modules. Cold. */
+struct bk_target;
+
+/* Attach to every thread of process PID with ptrace (they stop; the process
+ * is not signalled), read their registers and build the space from
+ * /proc/PID/maps (files opened from disk or /proc/PID/map_files, the vDSO read
+ * from the process's memory). Errors: BK_E_NOT_FOUND (no such process),
+ * BK_E_IO (permission denied, or it exited meanwhile). */
+BK_API int bk_target_attach(int pid, struct bk_target **out);
+/* Detach (the process runs on) and free. Always call it, also on error paths. */
+BK_API void bk_target_close(struct bk_target *t);
+BK_API struct bk_space *bk_target_space(struct bk_target *t);
+
+struct bk_thread_info {
+	int tid;
+	const char *name; /* the thread's comm */
+	int err;          /* 0, or why its registers are unknown */
+};
+BK_API size_t bk_target_nthreads(const struct bk_target *t);
+/* Thread I (0 <= I < nthreads): identity and registers (REGS may be NULL). */
+BK_API int bk_target_thread(const struct bk_target *t, size_t i, struct bk_thread_info *info,
+			    struct bk_regs *regs);
+
 #ifdef __cplusplus
 }
 #endif

@@ -70,6 +70,9 @@ static void usage(FILE *f)
 	      "  dump [--rows] [--json] [--pc ADDR] [--section eh|debug] [--debug-file] FILE\n"
 	      "        print the call-frame information of an ELF file: CIEs, FDEs,\n"
 	      "        their instructions and the interpreted rows\n"
+	      "  pid [-r] [--json] PID\n"
+	      "        every thread's stack of a running process (ptrace; the process\n"
+	      "        is detached and left running)\n"
 	      "  help  this text\n",
 	      f);
 }
@@ -83,6 +86,8 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "dump"))
 		return cmd_dump(argc - 1, argv + 1);
+	if (!strcmp(cmd, "pid"))
+		return cmd_pid(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		usage(stdout);
 		return 0;

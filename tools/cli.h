@@ -15,5 +15,18 @@ void cli_file_error(const char *path, int err);
 bool cli_parse_u64(const char *s, uint64_t *out);
 
 int cmd_dump(int argc, char **argv);
+int cmd_pid(int argc, char **argv);
+
+/* Stacks (stack.c). */
+#include <signal.h>
+#include "backstep.h"
+struct cli_stack_opts {
+	bool regs; /* -r: registers under each frame */
+	bool json;
+};
+extern volatile sig_atomic_t cli_interrupted;
+int cli_print_stack(struct bk_space *space, const struct bk_regs *regs,
+		    const struct cli_stack_opts *o);
+void cli_json_str(const char *s);
 
 #endif

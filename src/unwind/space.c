@@ -65,13 +65,10 @@ static char *dup_str(const char *p)
 	return d;
 }
 
-/* Open the module's file and build every table now, so walks never allocate. */
-static void module_load(struct uw_module *m, uint64_t base)
+/* Build every table of the module now, so walks never allocate. */
+static void module_tables(struct uw_module *m)
 {
 	int err;
-	if (!m->path[0] || bk_elf_open(m->path, &m->elf) != 0)
-		return;
-	m->bias = bk_elf_load_bias(m->elf, base);
 	m->eh_table = uw_elf_table(m->elf, UW_EH_FRAME, &err);
 	m->debug_table = uw_elf_table(m->elf, UW_DEBUG_FRAME, &err);
 	struct ldr_elf *dbg;
@@ -81,15 +78,19 @@ static void module_load(struct uw_module *m, uint64_t base)
 	}
 }
 
-int bk_space_add_module(struct bk_space *s, const struct bk_module_desc *d)
+int uw_space_add(struct bk_space *s, uint64_t start, uint64_t end, uint64_t base,
+		 const char *name, struct bk_elf *elf)
 {
-	if (!s || !d || d->size < sizeof(*d) || d->end <= d->start)
-		return BK_E_INVAL;
-	struct uw_module m = { .start = d->start, .end = d->end };
-	m.path = dup_str(d->path ? d->path : "");
-	if (!m.path)
+	struct uw_module m = { .start = start, .end = end, .elf = elf };
+	m.path = dup_str(name ? name : "");
+	if (!m.path) {
+		bk_elf_close(elf);
 		return BK_E_NOMEM;
-	module_load(&m, d->base);
+	}
+	if (m.elf) {
+		m.bias = bk_elf_load_bias(m.elf, base);
+		module_tables(&m);
+	}
 
 	/* Drop modules the new one overlaps, then insert in order. */
 	size_t w = 0;
@@ -123,6 +124,16 @@ int bk_space_add_module(struct bk_space *s, const struct bk_module_desc *d)
 		s->cache[i].pc = 0;
 	}
 	return 0;
+}
+
+int bk_space_add_module(struct bk_space *s, const struct bk_module_desc *d)
+{
+	if (!s || !d || d->size < sizeof(*d) || d->end <= d->start)
+		return BK_E_INVAL;
+	struct bk_elf *elf = NULL;
+	if (d->path && d->path[0])
+		bk_elf_open(d->path, &elf); /* a module without a file still has a name */
+	return uw_space_add(s, d->start, d->end, d->base, d->path, elf);
 }
 
 const struct uw_module *uw_space_find(const struct bk_space *s, uint64_t pc)

@@ -105,6 +105,10 @@ struct bk_space {
 	_Atomic unsigned long cache_hits, cache_misses;
 };
 
+/* Add a module spanning [START, END) whose lowest PT_LOAD is at BASE; ELF
+ * (may be NULL: a module known by name only) is taken over. Cold. */
+BK_HIDDEN int uw_space_add(struct bk_space *s, uint64_t start, uint64_t end, uint64_t base,
+			   const char *name, struct bk_elf *elf);
 /* The module containing runtime address PC, or NULL. AS-safe. */
 BK_HIDDEN const struct uw_module *uw_space_find(const struct bk_space *s, uint64_t pc);
 BK_HIDDEN bool uw_cache_get(struct bk_space *s, uint64_t pc, struct uw_crow *row);

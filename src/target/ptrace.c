@@ -1,0 +1,286 @@
+/* The live-process target: ptrace for stopping threads and reading their
+ * registers, process_vm_readv for memory, /proc/PID/maps for the map.
+ *
+ * Threads are attached with PTRACE_SEIZE + PTRACE_INTERRUPT (no SIGSTOP is
+ * sent, so the process sees nothing), repeatedly until a listing of
+ * /proc/PID/task brings no new thread. A thread that exits meanwhile is
+ * dropped. A signal that arrives while a thread is held is delivered again
+ * at detach. tgt_close always detaches every thread it attached.
+ *
+ * Memory is read through a small cache of aligned blocks, so a walk costs a
+ * few process_vm_readv calls per thread, not one per word.
+ */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "target.h"
+
+#define BLOCK_SIZE 16384u
+#define NBLOCKS 16
+#define MAX_THREADS 100000
+
+struct block {
+	uint64_t addr; /* BLOCK_SIZE-aligned; 0 = empty */
+	uint32_t len;  /* bytes readable from addr */
+	uint8_t data[BLOCK_SIZE];
+};
+
+struct ptrace_priv {
+	struct block blocks[NBLOCKS];
+	unsigned next_victim;
+	int *resend_sig; /* per thread: signal to deliver at detach */
+};
+
+static int vm_read(int pid, uint64_t addr, void *dst, size_t len)
+{
+	struct iovec local = { dst, len }, remote = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	return n < 0 ? 0 : (int)n;
+}
+
+static struct block *fill_block(struct tgt *t, uint64_t base)
+{
+	struct ptrace_priv *p = t->priv;
+	struct block *b = &p->blocks[p->next_victim++ % NBLOCKS];
+	b->addr = 0;
+	int n = vm_read(t->pid, base, b->data, BLOCK_SIZE);
+	if (n <= 0)
+		return NULL;
+	b->addr = base;
+	b->len = (uint32_t)n;
+	return b;
+}
+
+static int ptrace_read(struct tgt *t, uint64_t addr, void *dst, size_t len)
+{
+	struct ptrace_priv *p = t->priv;
+	uint8_t *out = dst;
+	while (len) {
+		uint64_t base = addr & ~(uint64_t)(BLOCK_SIZE - 1);
+		struct block *b = NULL;
+		for (unsigned i = 0; i < NBLOCKS; i++)
+			if (p->blocks[i].addr == base && p->blocks[i].len) {
+				b = &p->blocks[i];
+				break;
+			}
+		if (!b)
+			b = fill_block(t, base);
+		uint64_t off = addr - base;
+		if (!b || off >= b->len) {
+			/* The block's start is unmapped or short: read exactly. */
+			int n = vm_read(t->pid, addr, out, len);
+			return (size_t)n == len ? 0 : BK_E_MEMORY;
+		}
+		size_t take = b->len - off < len ? b->len - off : len;
+		memcpy(out, b->data + off, take);
+		out += take;
+		addr += take;
+		len -= take;
+	}
+	return 0;
+}
+
+static void ptrace_close(struct tgt *t)
+{
+	struct ptrace_priv *p = t->priv;
+	for (size_t i = 0; i < t->nthreads; i++) {
+		int sig = p && p->resend_sig ? p->resend_sig[i] : 0;
+		ptrace(PTRACE_DETACH, t->threads[i].tid, NULL, (void *)(uintptr_t)sig);
+	}
+	if (p)
+		base_free(p->resend_sig);
+	base_free(p);
+}
+
+static const struct tgt_ops ptrace_ops = { ptrace_read, ptrace_close };
+
+/* x86-64 user_regs_struct to DWARF numbering (SysV AMD64 ABI figure 3.36). */
+static void regs_from_x86_64(const struct user_regs_struct *u, struct bk_regs *r)
+{
+	memset(r, 0, sizeof(*r));
+	const uint64_t v[17] = { u->rax, u->rdx, u->rcx, u->rbx, u->rsi, u->rdi, u->rbp, u->rsp,
+				 u->r8, u->r9, u->r10, u->r11, u->r12, u->r13, u->r14, u->r15,
+				 u->rip };
+	for (unsigned i = 0; i < 17; i++)
+		bk_regs_set(r, i, v[i]);
+	bk_regs_set(r, 49, u->eflags);
+}
+
+static int read_thread_regs(struct tgt_thread *th)
+{
+#if defined(__x86_64__)
+	struct user_regs_struct u;
+	struct iovec iov = { &u, sizeof(u) };
+	if (ptrace(PTRACE_GETREGSET, th->tid, (void *)NT_PRSTATUS, &iov) != 0)
+		return BK_E_IO;
+	regs_from_x86_64(&u, &th->regs);
+	return 0;
+#else
+	(void)th;
+	return BK_E_UNSUPPORTED;
+#endif
+}
+
+static void read_comm(int pid, int tid, char name[16])
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+	name[0] = 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(name, 16, f))
+		name[strcspn(name, "\n")] = 0;
+	fclose(f);
+}
+
+static bool have_tid(const struct tgt *t, int tid)
+{
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].tid == tid)
+			return true;
+	return false;
+}
+
+/* Seize and stop one thread; false if it is gone. *SIG is a signal that
+ * stopped it instead of our interrupt, to be delivered again at detach. */
+static bool seize(int tid, int *sig)
+{
+	*sig = 0;
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0)
+		return false;
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0) {
+		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		return false;
+	}
+	for (;;) {
+		int st;
+		pid_t r = waitpid(tid, &st, __WALL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r != tid || !WIFSTOPPED(st))
+			return false; /* exited or killed while we waited */
+		if ((st >> 16) != PTRACE_EVENT_STOP && WSTOPSIG(st) != SIGTRAP)
+			*sig = WSTOPSIG(st);
+		return true;
+	}
+}
+
+/* One pass over /proc/PID/task: seize every thread not yet held. Returns how
+ * many were added, or a negative error. */
+static int attach_pass(struct tgt *t, size_t *cap)
+{
+	struct ptrace_priv *p = t->priv;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? BK_E_NOT_FOUND : BK_E_IO;
+	int added = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		int tid = atoi(de->d_name);
+		if (tid <= 0 || have_tid(t, tid))
+			continue;
+		if (t->nthreads == *cap) {
+			size_t ncap = *cap ? *cap * 2 : 16;
+			if (ncap > MAX_THREADS)
+				break;
+			void *a = base_realloc(t->threads, ncap * sizeof(*t->threads));
+			void *b = a ? base_realloc(p->resend_sig, ncap * sizeof(int)) : NULL;
+			if (a)
+				t->threads = a;
+			if (b)
+				p->resend_sig = b;
+			if (!a || !b) {
+				closedir(d);
+				return BK_E_NOMEM;
+			}
+			*cap = ncap;
+		}
+		int sig;
+		if (!seize(tid, &sig))
+			continue;
+		struct tgt_thread *th = &t->threads[t->nthreads];
+		memset(th, 0, sizeof(*th));
+		th->tid = tid;
+		p->resend_sig[t->nthreads] = sig;
+		t->nthreads++;
+		added++;
+	}
+	closedir(d);
+	return added;
+}
+
+int tgt_ptrace_attach(int pid, struct tgt **out)
+{
+	if (pid <= 0)
+		return BK_E_INVAL;
+	if (kill(pid, 0) != 0)
+		return errno == ESRCH ? BK_E_NOT_FOUND : BK_E_IO;
+#if !defined(__x86_64__)
+	return BK_E_UNSUPPORTED;
+#endif
+	struct tgt *t = base_calloc(1, sizeof(*t));
+	struct ptrace_priv *p = base_calloc(1, sizeof(*p));
+	if (!t || !p) {
+		base_free(t);
+		base_free(p);
+		return BK_E_NOMEM;
+	}
+	t->ops = &ptrace_ops;
+	t->arch = arch_get(BK_ARCH_X86_64);
+	t->pid = pid;
+	t->priv = p;
+
+	size_t cap = 0;
+	int err = 0, rounds = 0;
+	for (;;) {
+		int added = attach_pass(t, &cap);
+		if (added < 0) {
+			err = added;
+			break;
+		}
+		if (added == 0 || ++rounds > 100)
+			break;
+	}
+	if (!err && t->nthreads == 0)
+		err = kill(pid, 0) == 0 ? BK_E_IO : BK_E_NOT_FOUND;
+	if (!err)
+		err = tgt_read_maps(t);
+	if (err) {
+		tgt_close(t);
+		return err;
+	}
+	for (size_t i = 0; i < t->nthreads; i++) {
+		t->threads[i].err = read_thread_regs(&t->threads[i]);
+		read_comm(pid, t->threads[i].tid, t->threads[i].name);
+	}
+	*out = t;
+	return 0;
+}
+
+int tgt_read_mem(void *ctx, uint64_t addr, void *dst, size_t len)
+{
+	struct tgt *t = ctx;
+	return t->ops->read(t, addr, dst, len);
+}
+
+void tgt_close(struct tgt *t)
+{
+	if (!t)
+		return;
+	t->ops->close(t);
+	tgt_free_maps(t);
+	base_free(t->threads);
+	base_free(t);
+}

@@ -1,0 +1,66 @@
+/* Targets: where registers and memory come from. A target is an ops table
+ * (read memory; the threads and their registers, captured when the target
+ * was opened; the mappings of the address space) and nothing above this
+ * layer knows whether it is a live process under ptrace, a core file or a
+ * snapshot. src/unwind composes a target with an address space.
+ *
+ * Opening and closing are cold. tgt_read is what a walk calls; it never
+ * allocates and reports an unreadable address as BK_E_MEMORY.
+ */
+#ifndef BK_TARGET_H
+#define BK_TARGET_H
+
+#include <sys/types.h>
+
+#include "../arch/arch.h"
+#include "../base/base.h"
+
+struct tgt_thread {
+	int tid;
+	char name[16];          /* /proc/PID/task/TID/comm, NUL-terminated */
+	int err;                /* 0, or why its registers could not be read */
+	struct bk_regs regs;
+};
+
+/* One line of the target's memory map. */
+struct tgt_mapping {
+	uint64_t start, end, offset;
+	bool r, w, x;
+	const char *path;       /* "" for anonymous; "[vdso]", "[stack]" … */
+};
+
+struct tgt_ops;
+
+struct tgt {
+	const struct tgt_ops *ops;
+	const struct arch_info *arch;
+	int pid;
+	struct tgt_thread *threads;
+	size_t nthreads;
+	struct tgt_mapping *maps;
+	size_t nmaps;
+	void *priv;
+};
+
+struct tgt_ops {
+	int (*read)(struct tgt *t, uint64_t addr, void *dst, size_t len);
+	void (*close)(struct tgt *t);
+};
+
+/* Attach to every thread of PID (PTRACE_SEIZE + PTRACE_INTERRUPT), read
+ * their registers (PTRACE_GETREGSET) and the memory map. Errors: BK_E_NOT_FOUND
+ * (no such process), BK_E_IO (permission denied or the process vanished),
+ * BK_E_UNSUPPORTED (an architecture other than the host's). */
+BK_HIDDEN int tgt_ptrace_attach(int pid, struct tgt **out);
+
+/* Read target memory: 0 or BK_E_MEMORY. Shaped as bk_target_ops.read_mem. */
+BK_HIDDEN int tgt_read_mem(void *t, uint64_t addr, void *dst, size_t len);
+
+/* Detach (a live process runs on) and free. */
+BK_HIDDEN void tgt_close(struct tgt *t);
+
+/* Read /proc/PID/maps into t->maps (shared by the live targets). */
+BK_HIDDEN int tgt_read_maps(struct tgt *t);
+BK_HIDDEN void tgt_free_maps(struct tgt *t);
+
+#endif
