@@ -275,6 +275,26 @@ BK_API size_t bk_target_nthreads(const struct bk_target *t);
 BK_API int bk_target_thread(const struct bk_target *t, size_t i, struct bk_thread_info *info,
 			    struct bk_regs *regs);
 
+
+/* ---- This process ------------------------------------------------------- */
+
+/* The PCs of the calling thread's stack, innermost first, starting with the
+ * return address into the caller of bk_backtrace; returns how many were
+ * stored (at most MAX). Uses a process-wide space in static storage.
+ * AS-safe: callable from a signal handler, even the first time; no malloc,
+ * locks, stdio or errno changes. */
+BK_API int bk_backtrace(void **pcs, int max);
+/* The process-wide space bk_backtrace uses (never destroy it). AS-safe. */
+BK_API struct bk_space *bk_space_local(void);
+/* A separate space over this process, with its own row cache. Cold. */
+BK_API int bk_space_create_local(struct bk_space **out);
+/* Start a walk at the caller of this function (a local space). AS-safe. */
+BK_API int bk_cursor_init_local(struct bk_cursor *c, struct bk_space *space);
+/* Start a walk at a signal handler's interrupted context: UCONTEXT is the
+ * handler's third argument (a ucontext_t *). AS-safe. */
+BK_API int bk_cursor_init_ucontext(struct bk_cursor *c, struct bk_space *space,
+				   const void *ucontext);
+
 #ifdef __cplusplus
 }
 #endif

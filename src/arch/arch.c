@@ -45,7 +45,7 @@ static const char *const aarch64_names[] = {
 _Static_assert(BK_ARRAY_LEN(x86_64_names) <= ARCH_MAX_DWARF_REGS, "x86-64 table");
 _Static_assert(BK_ARRAY_LEN(aarch64_names) <= ARCH_MAX_DWARF_REGS, "aarch64 table");
 
-static const struct arch_info archs[] = {
+const struct arch_info arch_table[ARCH_COUNT] = {
 	{
 		.arch = BK_ARCH_X86_64,
 		.name = "x86_64",
@@ -131,17 +131,17 @@ static const struct arch_info archs[] = {
 
 const struct arch_info *arch_get(enum bk_arch arch)
 {
-	for (size_t i = 0; i < BK_ARRAY_LEN(archs); i++)
-		if (archs[i].arch == arch)
-			return &archs[i];
+	for (size_t i = 0; i < ARCH_COUNT; i++)
+		if (arch_table[i].arch == arch)
+			return &arch_table[i];
 	return NULL;
 }
 
 const struct arch_info *arch_from_elf_machine(unsigned e_machine)
 {
-	for (size_t i = 0; i < BK_ARRAY_LEN(archs); i++)
-		if (archs[i].elf_machine == e_machine)
-			return &archs[i];
+	for (size_t i = 0; i < ARCH_COUNT; i++)
+		if (arch_table[i].elf_machine == e_machine)
+			return &arch_table[i];
 	return NULL;
 }
 

@@ -54,6 +54,16 @@ struct arch_info {
 	struct arch_sigframe sigframe;
 };
 
+/* Every supported architecture, x86-64 first; the host's is ARCH_HOST, a
+ * constant expression so static objects can point at it. */
+#define ARCH_COUNT 2
+BK_HIDDEN extern const struct arch_info arch_table[ARCH_COUNT];
+#if defined(__x86_64__)
+#define ARCH_HOST (&arch_table[0])
+#elif defined(__aarch64__)
+#define ARCH_HOST (&arch_table[1])
+#endif
+
 /* The facts for ARCH or for an ELF e_machine; NULL when not supported. */
 BK_HIDDEN const struct arch_info *arch_get(enum bk_arch arch);
 BK_HIDDEN const struct arch_info *arch_from_elf_machine(unsigned e_machine);

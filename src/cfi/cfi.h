@@ -233,6 +233,11 @@ struct cfi_hdr {
 /* Build the lookup table of SEC (copied). HDR may be NULL. Cold. */
 BK_HIDDEN int cfi_table_init(struct cfi_table *t, const struct cfi_section *sec,
 			     const struct cfi_hdr *hdr);
+/* The same restricted to the .eh_frame_hdr table: never allocates, so it
+ * may run in a signal handler; BK_E_UNSUPPORTED when the header is absent
+ * or fails validation. The table needs no cfi_table_free. */
+BK_HIDDEN int cfi_table_init_hdr(struct cfi_table *t, const struct cfi_section *sec,
+				 const struct cfi_hdr *hdr);
 BK_HIDDEN void cfi_table_free(struct cfi_table *t);
 /* The FDE covering PC and its CIE: 0, BK_E_NOT_FOUND, or a decode error. AS-safe. */
 BK_HIDDEN int cfi_table_find(const struct cfi_table *t, uint64_t pc, struct cfi_fde *fde,

@@ -164,6 +164,13 @@ static int build_index(struct cfi_table *t)
 	return 0;
 }
 
+int cfi_table_init_hdr(struct cfi_table *t, const struct cfi_section *sec, const struct cfi_hdr *hdr)
+{
+	memset(t, 0, sizeof(*t));
+	t->sec = *sec;
+	return sec->is_eh && hdr && hdr->data && try_hdr(t, hdr) ? 0 : BK_E_UNSUPPORTED;
+}
+
 int cfi_table_init(struct cfi_table *t, const struct cfi_section *sec, const struct cfi_hdr *hdr)
 {
 	memset(t, 0, sizeof(*t));

@@ -59,6 +59,24 @@ BK_HIDDEN int tgt_read_mem(void *t, uint64_t addr, void *dst, size_t len);
 /* Detach (a live process runs on) and free. */
 BK_HIDDEN void tgt_close(struct tgt *t);
 
+/* ---- This process (local.c): all AS-safe ---- */
+
+/* Learn the bounds of the calling thread's stack (the mapping holding SP)
+ * once per thread, so reads inside it are direct loads. */
+BK_HIDDEN void tgt_local_note_stack(uint64_t sp);
+/* Read our own memory without faulting: 0 or BK_E_MEMORY. */
+BK_HIDDEN int tgt_local_read(void *ctx, uint64_t addr, void *dst, size_t len);
+
+/* The loaded object holding ADDR, from _dl_find_object. */
+struct tgt_local_object {
+	uint64_t start, end;     /* the object's mapping */
+	uint64_t eh_frame_hdr;   /* runtime address of PT_GNU_EH_FRAME, or 0 */
+	uint64_t bias;           /* l_addr: runtime = link-time + bias */
+	const void *handle;      /* its link_map: identity while loaded */
+	const char *name;        /* l_name ("" for the main program) */
+};
+BK_HIDDEN int tgt_local_find_object(uint64_t addr, struct tgt_local_object *out);
+
 /* Read /proc/PID/maps into t->maps (shared by the live targets). */
 BK_HIDDEN int tgt_read_maps(struct tgt *t);
 BK_HIDDEN void tgt_free_maps(struct tgt *t);

@@ -540,7 +540,16 @@ static int step(struct uw_cursor *c)
 	struct cfi_cie cie;
 	struct cfi_row row;
 	const struct cfi_table *t = NULL;
-	bool cached = uw_cache_get(s, lookup, &crow);
+
+	/* In this very process the module is found first: its identity tags
+	 * the cached rows (code can be unloaded and other code loaded there). */
+	struct uw_module tmp;
+	struct cfi_table tmp_table;
+	uint64_t tag = 0;
+	const struct uw_module *m = NULL;
+	if (s->local)
+		m = uw_local_find(s, lookup, &tmp, &tmp_table, &tag);
+	bool cached = uw_cache_get(s, lookup, tag, &crow);
 
 	if (!cached) {
 		memset(&crow, 0, sizeof(crow));
@@ -549,7 +558,8 @@ static int step(struct uw_cursor *c)
 	}
 	if (!cached ? crow.kind != UW_KIND_SIGNAL : crow.kind == UW_KIND_CFI_SLOW) {
 		/* Not decided yet, or decided to need the full row again. */
-		const struct uw_module *m = uw_space_find(s, lookup);
+		if (!s->local)
+			m = uw_space_find(s, lookup);
 		int err = m ? find_row(m, lookup, &t, &cie, &row) : BK_E_NOT_FOUND;
 		if (!err)
 			compile_row(a, &t->sec, &cie, &row, &crow);
@@ -557,7 +567,7 @@ static int step(struct uw_cursor *c)
 			return err;
 	}
 	if (!cached)
-		uw_cache_put(s, lookup, &crow);
+		uw_cache_put(s, lookup, tag, &crow);
 
 	switch (crow.kind) {
 	case UW_KIND_SIGNAL:

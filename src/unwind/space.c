@@ -42,12 +42,13 @@ static void module_free(struct uw_module *m)
 
 void bk_space_destroy(struct bk_space *s)
 {
-	if (!s)
+	if (!s || s->static_storage)
 		return;
 	for (size_t i = 0; i < s->nmods; i++)
 		module_free(&s->mods[i]);
 	base_free(s->mods);
 	base_free(s->cache);
+	base_free(s->local);
 	base_free(s);
 }
 
@@ -153,7 +154,12 @@ const struct uw_module *uw_space_find(const struct bk_space *s, uint64_t pc)
 
 int bk_space_module_at(const struct bk_space *s, uint64_t addr, struct bk_module_info *info)
 {
-	const struct uw_module *m = uw_space_find(s, addr);
+	struct uw_module tmp;
+	struct cfi_table tmp_table;
+	uint64_t tag;
+	const struct uw_module *m = s->local
+		? uw_local_find((struct bk_space *)s, addr, &tmp, &tmp_table, &tag)
+		: uw_space_find(s, addr);
 	if (!m)
 		return BK_E_NOT_FOUND;
 	info->path = m->path;
@@ -172,18 +178,18 @@ static size_t cache_slot(uint64_t pc)
 	return (size_t)(h >> 52) & (UW_CACHE_ENTRIES - 1);
 }
 
-bool uw_cache_get(struct bk_space *s, uint64_t pc, struct uw_crow *row)
+bool uw_cache_get(struct bk_space *s, uint64_t pc, uint64_t tag, struct uw_crow *row)
 {
 	struct uw_cache_entry *e = &s->cache[cache_slot(pc)];
 	uint32_t seq = atomic_load_explicit(&e->seq, memory_order_acquire);
-	if ((seq & 1) || seq == 0 || e->pc != pc)
+	if ((seq & 1) || seq == 0 || e->pc != pc || e->tag != tag)
 		return false;
 	*row = e->row;
 	atomic_thread_fence(memory_order_acquire);
 	return atomic_load_explicit(&e->seq, memory_order_relaxed) == seq;
 }
 
-void uw_cache_put(struct bk_space *s, uint64_t pc, const struct uw_crow *row)
+void uw_cache_put(struct bk_space *s, uint64_t pc, uint64_t tag, const struct uw_crow *row)
 {
 	struct uw_cache_entry *e = &s->cache[cache_slot(pc)];
 	uint32_t seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
@@ -193,6 +199,7 @@ void uw_cache_put(struct bk_space *s, uint64_t pc, const struct uw_crow *row)
 		return; /* another writer holds it: do not wait, do not cache */
 	atomic_thread_fence(memory_order_release);
 	e->pc = pc;
+	e->tag = tag;
 	e->row = *row;
 	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
 }

@@ -91,9 +91,22 @@ struct uw_crow {
 struct uw_cache_entry {
 	_Atomic uint32_t seq;
 	uint64_t pc;
+	uint64_t tag;      /* identity of the module the row came from */
 	struct uw_crow row;
 };
 #define UW_CACHE_ENTRIES 4096
+
+/* A module of this process, found with _dl_find_object and described by its
+ * in-memory .eh_frame_hdr; filled once, lock-free (state 0 empty, 1 being
+ * filled, 2 ready). */
+struct uw_local_slot {
+	_Atomic uint32_t state;
+	const void *handle;
+	uint64_t start, hdr;
+	struct uw_module mod;
+	struct cfi_table table;
+};
+#define UW_LOCAL_SLOTS 512
 
 struct bk_space {
 	const struct arch_info *arch;
@@ -102,8 +115,17 @@ struct bk_space {
 	struct uw_module *mods; /* sorted by start, not overlapping */
 	size_t nmods, cap;
 	struct uw_cache_entry *cache;
-	_Atomic unsigned long cache_hits, cache_misses;
+	/* This process (bk_space_create_local, bk_backtrace): modules come from
+	 * the dynamic linker instead of mods[]. */
+	struct uw_local_slot *local;
+	bool static_storage;   /* the default local space: nothing to free */
 };
+
+/* The module of this process holding PC: a slot, or TMP filled for this
+ * use when every slot is taken; *TAG names it for the cache. AS-safe. */
+BK_HIDDEN const struct uw_module *uw_local_find(struct bk_space *s, uint64_t pc,
+						struct uw_module *tmp, struct cfi_table *tmp_table,
+						uint64_t *tag);
 
 /* Add a module spanning [START, END) whose lowest PT_LOAD is at BASE; ELF
  * (may be NULL: a module known by name only) is taken over. Cold. */
@@ -111,8 +133,11 @@ BK_HIDDEN int uw_space_add(struct bk_space *s, uint64_t start, uint64_t end, uin
 			   const char *name, struct bk_elf *elf);
 /* The module containing runtime address PC, or NULL. AS-safe. */
 BK_HIDDEN const struct uw_module *uw_space_find(const struct bk_space *s, uint64_t pc);
-BK_HIDDEN bool uw_cache_get(struct bk_space *s, uint64_t pc, struct uw_crow *row);
-BK_HIDDEN void uw_cache_put(struct bk_space *s, uint64_t pc, const struct uw_crow *row);
+/* Cached rows carry a TAG naming the module they came from: a local space
+ * passes the loaded object's identity, so a library unloaded and another
+ * loaded at the same address never reuse each other's rows. */
+BK_HIDDEN bool uw_cache_get(struct bk_space *s, uint64_t pc, uint64_t tag, struct uw_crow *row);
+BK_HIDDEN void uw_cache_put(struct bk_space *s, uint64_t pc, uint64_t tag, const struct uw_crow *row);
 
 /* ---- Cursor --------------------------------------------------------------- */
 

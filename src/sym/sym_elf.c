@@ -1,0 +1,282 @@
+/* ELF symbol tables through libelf: the function symbols of .symtab or
+ * .dynsym, aliases merged, sorted by address, names demangled; and raw
+ * section bytes (decompressed) for the line-table cross-check.
+ *
+ * Which symbols count: STT_FUNC and STT_GNU_IFUNC defined in a section, and
+ * STT_NOTYPE with a size in an executable section (hand-written assembly
+ * without .type). A size-0 function extends to the next symbol or the end
+ * of its section, whichever comes first. At one address the preferred alias
+ * is, in order: global over weak over local, a typed function over NOTYPE,
+ * one with a size, then the smallest name (strcmp) so the choice does not
+ * depend on table order.
+ *
+ * Trusts the caller for: a file the loader has already opened (its ELF,
+ * program and section headers were bounds-checked there). Cold: allocates.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <gelf.h>
+#include <libelf.h>
+
+#include "sym.h"
+
+int sym_elf_open(const char *path, struct sym_elf *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->fd = -1;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return BK_E_UNSUPPORTED;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return BK_E_IO;
+	/* READ_MMAP maps the file copy-on-write, so elf_compress can inflate a
+	 * section in place without touching the file. */
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	GElf_Ehdr eh;
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return BK_E_NOT_ELF;
+	}
+	if (elf_getshdrstrndx(elf, &out->shstrndx) != 0)
+		out->shstrndx = 0;
+	out->fd = fd;
+	out->elf = elf;
+	out->machine = eh.e_machine;
+	return 0;
+}
+
+void sym_elf_close(struct sym_elf *e)
+{
+	if (e->elf)
+		elf_end(e->elf);
+	if (e->fd >= 0)
+		close(e->fd);
+	e->elf = NULL;
+	e->fd = -1;
+}
+
+static Elf_Scn *find_scn(struct sym_elf *e, const char *name, bool *gnu_z)
+{
+	*gnu_z = false;
+	if (!e->elf || !e->shstrndx)
+		return NULL;
+	Elf_Scn *scn = NULL, *zscn = NULL;
+	size_t nlen = strlen(name);
+	while ((scn = elf_nextscn(e->elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		const char *n = elf_strptr(e->elf, e->shstrndx, sh.sh_name);
+		if (!n)
+			continue;
+		if (strcmp(n, name) == 0)
+			return scn;
+		/* ".debug_line" -> ".zdebug_line" (GNU compression, pre-SHF_COMPRESSED) */
+		if (!zscn && nlen > 1 && name[0] == '.' && n[0] == '.' && n[1] == 'z' &&
+		    strcmp(n + 2, name + 1) == 0)
+			zscn = scn;
+	}
+	*gnu_z = zscn != NULL;
+	return zscn;
+}
+
+bool sym_elf_section(struct sym_elf *e, const char *name, const uint8_t **data, size_t *len,
+		     bool *compressed)
+{
+	bool gnu_z;
+	Elf_Scn *scn = find_scn(e, name, &gnu_z);
+	*data = NULL;
+	*len = 0;
+	*compressed = false;
+	if (!scn)
+		return false;
+	GElf_Shdr sh;
+	if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+		return false;
+	if (gnu_z) {
+		if (elf_compress_gnu(scn, 0, 0) < 0)
+			return false;
+		*compressed = true;
+	} else if (sh.sh_flags & SHF_COMPRESSED) {
+		if (elf_compress(scn, 0, 0) < 0)
+			return false;
+		*compressed = true;
+	}
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf)
+		return false;
+	*data = d->d_buf;
+	*len = d->d_size;
+	return true;
+}
+
+/* ---- Symbols ---------------------------------------------------------------------- */
+
+struct raw_sym {
+	uint64_t start, size, sec_end;
+	const char *name; /* raw, interned */
+	int rank;         /* higher is preferred */
+};
+
+static int cmp_raw(const void *a, const void *b)
+{
+	const struct raw_sym *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank > y->rank ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int sym_rank(const GElf_Sym *s)
+{
+	int bind = GELF_ST_BIND(s->st_info), type = GELF_ST_TYPE(s->st_info);
+	int r = bind == STB_GLOBAL ? 4 : bind == STB_WEAK ? 2 : 0;
+	r = r * 2 + (type != STT_NOTYPE);
+	return r * 2 + (s->st_size != 0);
+}
+
+/* Read every wanted symbol of every section of type SHT into V. */
+static int collect(struct sym_file *f, struct sym_elf *e, uint32_t sht, struct sym_vec *v)
+{
+	Elf *elf = e->elf;
+	size_t shnum;
+	if (elf_getshdrnum(elf, &shnum) != 0)
+		return 0;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != sht || sh.sh_link >= shnum)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		size_t ent = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+		if (!d || !ent)
+			continue;
+		size_t count = d->d_size / ent;
+		for (size_t i = 1; i < count; i++) {
+			GElf_Sym s;
+			if (!gelf_getsym(d, (int)i, &s))
+				break;
+			int type = GELF_ST_TYPE(s.st_info);
+			if (s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE || s.st_shndx >= shnum)
+				continue;
+			if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)
+				continue;
+			Elf_Scn *home = elf_getscn(elf, s.st_shndx);
+			GElf_Shdr hs;
+			if (!home || !gelf_getshdr(home, &hs))
+				continue;
+			if (type == STT_NOTYPE && (s.st_size == 0 || !(hs.sh_flags & SHF_EXECINSTR)))
+				continue;
+			const char *name = elf_strptr(elf, sh.sh_link, s.st_name);
+			if (!name || !*name)
+				continue;
+			uint64_t start = s.st_value;
+			if (e->machine == EM_ARM && (type == STT_FUNC || type == STT_GNU_IFUNC))
+				start &= ~(uint64_t)1; /* the Thumb bit */
+			struct raw_sym *r = sym_vec_push(v);
+			if (!r)
+				return BK_E_NOMEM;
+			r->start = start;
+			r->size = s.st_size;
+			r->sec_end = hs.sh_addr + hs.sh_size < hs.sh_addr ? UINT64_MAX
+									     : hs.sh_addr + hs.sh_size;
+			if (r->sec_end <= start)
+				r->sec_end = UINT64_MAX; /* a symbol outside its section: trust its size */
+			r->rank = sym_rank(&s);
+			r->name = sym_intern(&f->strings, name, strlen(name));
+			if (!r->name)
+				return BK_E_NOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Intern the demangled form of NAME, keeping a symbol version suffix
+ * ("_ZN3foo3barEv@@V_1" -> "foo::bar()@@V_1"). */
+static const char *display_name(struct sym_strings *st, const char *name)
+{
+	const char *at = strchr(name, '@');
+	if (!at || at == name)
+		return sym_intern_name(st, name);
+	size_t base_len = (size_t)(at - name);
+	char *base = base_alloc(base_len + 1);
+	if (!base)
+		return NULL;
+	memcpy(base, name, base_len);
+	base[base_len] = '\0';
+	char *dem = sym_demangle(base);
+	base_free(base);
+	if (!dem)
+		return sym_intern(st, name, strlen(name));
+	size_t dl = strlen(dem), sl = strlen(at);
+	char *full = base_alloc(dl + sl + 1);
+	const char *r = NULL;
+	if (full) {
+		memcpy(full, dem, dl);
+		memcpy(full + dl, at, sl + 1);
+		r = sym_intern(st, full, dl + sl);
+	}
+	base_free(full);
+	base_free(dem);
+	return r;
+}
+
+int sym_elf_symbols(struct sym_file *f, struct sym_elf *e, uint32_t sht)
+{
+	struct sym_vec v = { .elem = sizeof(struct raw_sym) };
+	int err = e->elf ? collect(f, e, sht, &v) : 0;
+	if (err || v.n == 0) {
+		sym_vec_free(&v);
+		return err;
+	}
+	struct raw_sym *r = v.p;
+	qsort(r, v.n, sizeof(*r), cmp_raw);
+
+	size_t n = 0;
+	for (size_t i = 0; i < v.n; i++)
+		n += i == 0 || r[i].start != r[i - 1].start;
+	f->syms = base_calloc(n, sizeof(*f->syms));
+	f->sym_max_end = base_calloc(n, sizeof(uint64_t));
+	if (!f->syms || !f->sym_max_end) {
+		sym_vec_free(&v);
+		return BK_E_NOMEM;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < v.n;) {
+		size_t j = i + 1;
+		uint64_t size = r[i].size;
+		/* The preferred alias is first; a size-0 one borrows an alias's size. */
+		for (; j < v.n && r[j].start == r[i].start; j++)
+			if (!size && r[j].size)
+				size = r[j].size;
+		struct sym_symbol *s = &f->syms[k++];
+		s->start = r[i].start;
+		if (size) {
+			s->end = s->start + size < s->start ? UINT64_MAX : s->start + size;
+		} else {
+			s->end = r[i].sec_end;
+			if (j < v.n && r[j].start < s->end)
+				s->end = r[j].start;
+		}
+		s->name = display_name(&f->strings, r[i].name);
+		if (!s->name) {
+			sym_vec_free(&v);
+			return BK_E_NOMEM;
+		}
+		i = j;
+	}
+	f->nsyms = k;
+	uint64_t m = 0;
+	for (size_t i = 0; i < k; i++) {
+		if (f->syms[i].end > m)
+			m = f->syms[i].end;
+		f->sym_max_end[i] = m;
+	}
+	sym_vec_free(&v);
+	return 0;
+}

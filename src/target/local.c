@@ -1,0 +1,125 @@
+/* The local target: this process, read from inside (bk_backtrace, a cursor
+ * started in a signal handler). Everything here is async-signal-safe: no
+ * allocation, no locks, no stdio, errno preserved.
+ *
+ * Memory: an address inside the calling thread's stack is read directly;
+ * the stack's bounds are found once per thread from /proc/self/maps with raw
+ * open/read (AS-safe) and kept in initial-exec TLS (no allocation, even in
+ * a shared library). Any other address goes through process_vm_readv on
+ * ourselves, which reports an unmapped address instead of faulting.
+ *
+ * Modules: _dl_find_object (glibc 2.35+), lock-free and AS-safe, gives the
+ * mapping of an address and its PT_GNU_EH_FRAME.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "target.h"
+
+static __thread uint64_t stack_lo __attribute__((tls_model("initial-exec")));
+static __thread uint64_t stack_hi __attribute__((tls_model("initial-exec")));
+static __thread int stack_known __attribute__((tls_model("initial-exec")));
+
+static bool parse_hex(const char **p, const char *end, uint64_t *v)
+{
+	uint64_t x = 0;
+	int n = 0;
+	for (; *p < end; (*p)++, n++) {
+		char c = **p;
+		unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
+			     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16u;
+		if (d == 16)
+			break;
+		x = x << 4 | d;
+	}
+	*v = x;
+	return n > 0;
+}
+
+/* The mapping of /proc/self/maps holding ADDR, scanned with a fixed buffer. */
+static bool find_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	char buf[4096];
+	size_t have = 0;
+	bool found = false;
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - have);
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		size_t start = 0;
+		for (size_t i = 0; i < have; i++) {
+			if (buf[i] != '\n')
+				continue;
+			const char *p = buf + start, *end = buf + i;
+			uint64_t a, b;
+			if (parse_hex(&p, end, &a) && p < end && *p++ == '-' && parse_hex(&p, end, &b) &&
+			    addr >= a && addr < b) {
+				*lo = a;
+				*hi = b;
+				found = true;
+				break;
+			}
+			start = i + 1;
+		}
+		if (found)
+			break;
+		/* Keep the partial last line. */
+		memmove(buf, buf + start, have - start);
+		have -= start;
+		if (have == sizeof(buf))
+			have = 0; /* an absurdly long line: skip it */
+	}
+	close(fd);
+	return found;
+}
+
+void tgt_local_note_stack(uint64_t sp)
+{
+	if (stack_known && sp >= stack_lo && sp < stack_hi)
+		return;
+	int saved = errno;
+	uint64_t lo, hi;
+	if (find_mapping(sp, &lo, &hi)) {
+		stack_lo = lo;
+		stack_hi = hi;
+		stack_known = 1;
+	}
+	errno = saved;
+}
+
+int tgt_local_read(void *ctx, uint64_t addr, void *dst, size_t len)
+{
+	(void)ctx;
+	if (stack_known && addr >= stack_lo && addr < stack_hi && len <= stack_hi - addr) {
+		memcpy(dst, (const void *)(uintptr_t)addr, len);
+		return 0;
+	}
+	int saved = errno;
+	struct iovec local = { dst, len }, remote = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+	errno = saved;
+	return n == (ssize_t)len ? 0 : BK_E_MEMORY;
+}
+
+int tgt_local_find_object(uint64_t addr, struct tgt_local_object *out)
+{
+	struct dl_find_object dlfo;
+	if (_dl_find_object((void *)(uintptr_t)addr, &dlfo) != 0)
+		return BK_E_NOT_FOUND;
+	out->start = (uint64_t)(uintptr_t)dlfo.dlfo_map_start;
+	out->end = (uint64_t)(uintptr_t)dlfo.dlfo_map_end;
+	out->eh_frame_hdr = (uint64_t)(uintptr_t)dlfo.dlfo_eh_frame;
+	out->handle = dlfo.dlfo_link_map;
+	out->bias = dlfo.dlfo_link_map ? (uint64_t)dlfo.dlfo_link_map->l_addr : 0;
+	out->name = dlfo.dlfo_link_map && dlfo.dlfo_link_map->l_name ? dlfo.dlfo_link_map->l_name
+								     : "";
+	return 0;
+}

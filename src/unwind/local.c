@@ -1,0 +1,262 @@
+/* Unwinding this very process: bk_backtrace, cursors started here or from a
+ * signal handler's ucontext, and local address spaces.
+ *
+ * Everything on the walk is async-signal-safe: modules come from
+ * _dl_find_object and are described by their in-memory .eh_frame_hdr
+ * (validated once, kept in a fixed array of slots filled lock-free), rows
+ * are cached per PC tagged with the module's identity, memory is read
+ * through src/target/local.c. The default space bk_backtrace uses lives in
+ * static storage, so even the first call allocates nothing.
+ *
+ * A module whose .eh_frame_hdr is missing or unusable has no CFI here (its
+ * frames are unwound by frame pointer): building an index would allocate.
+ */
+#include <ucontext.h>
+
+#include "unwind.h"
+
+#include "../base/dwarf.h"
+#include "../target/target.h"
+
+/* ---- Modules --------------------------------------------------------------- */
+
+/* Describe the object OBJ: its .eh_frame found through .eh_frame_hdr. */
+static bool local_module(const struct tgt_local_object *obj, struct uw_module *m,
+			 struct cfi_table *table)
+{
+	memset(m, 0, sizeof(*m));
+	m->start = obj->start;
+	m->end = obj->end;
+	m->bias = 0; /* the tables are read at their runtime addresses */
+	m->path = (char *)obj->name;
+	if (!obj->eh_frame_hdr || obj->eh_frame_hdr < obj->start || obj->eh_frame_hdr >= obj->end)
+		return true; /* known, without CFI */
+	const uint8_t *hdr = (const uint8_t *)(uintptr_t)obj->eh_frame_hdr;
+	size_t hdr_len = (size_t)(obj->end - obj->eh_frame_hdr);
+	struct buf b = buf_make(hdr, hdr_len);
+	uint8_t version, ptr_enc, count_enc, table_enc;
+	uint64_t eh_addr;
+	struct base_ptr_ctx ctx = { .sec_data = hdr, .sec_addr = obj->eh_frame_hdr,
+				    .data_addr = obj->eh_frame_hdr, .addr_size = 8 };
+	if (buf_u8(&b, &version) || version != 1 || buf_u8(&b, &ptr_enc) ||
+	    buf_u8(&b, &count_enc) || buf_u8(&b, &table_enc) || (ptr_enc & DW_EH_PE_indirect) ||
+	    base_read_pointer(&b, ptr_enc, &ctx, &eh_addr) || eh_addr < obj->start ||
+	    eh_addr >= obj->end)
+		return true;
+	struct cfi_section sec = {
+		.data = (const uint8_t *)(uintptr_t)eh_addr,
+		.len = (size_t)(obj->end - eh_addr),
+		.addr = eh_addr,
+		.is_eh = true,
+		.addr_size = 8,
+		.mem = { tgt_local_read, NULL },
+	};
+	struct cfi_hdr h = { hdr, hdr_len, obj->eh_frame_hdr };
+	if (cfi_table_init_hdr(table, &sec, &h) == 0)
+		m->eh_table = table;
+	return true;
+}
+
+const struct uw_module *uw_local_find(struct bk_space *s, uint64_t pc, struct uw_module *tmp,
+				      struct cfi_table *tmp_table, uint64_t *tag)
+{
+	struct tgt_local_object obj;
+	*tag = 0;
+	if (tgt_local_find_object(pc, &obj) != 0)
+		return NULL;
+	*tag = (uint64_t)(uintptr_t)obj.handle ^ obj.eh_frame_hdr ^ (obj.start << 1);
+
+	size_t h = (size_t)((obj.start >> 12) * 0x9e3779b97f4a7c15ull >> 55) % UW_LOCAL_SLOTS;
+	for (size_t probe = 0; probe < UW_LOCAL_SLOTS; probe++) {
+		struct uw_local_slot *sl = &s->local[(h + probe) % UW_LOCAL_SLOTS];
+		uint32_t st = atomic_load_explicit(&sl->state, memory_order_acquire);
+		if (st == 2) {
+			if (sl->start == obj.start && sl->handle == obj.handle &&
+			    sl->hdr == obj.eh_frame_hdr)
+				return &sl->mod;
+			continue;
+		}
+		if (st == 1)
+			continue; /* being filled by someone else: keep looking */
+		uint32_t zero = 0;
+		if (!atomic_compare_exchange_strong_explicit(&sl->state, &zero, 1,
+							     memory_order_acquire,
+							     memory_order_relaxed))
+			continue;
+		sl->start = obj.start;
+		sl->handle = obj.handle;
+		sl->hdr = obj.eh_frame_hdr;
+		local_module(&obj, &sl->mod, &sl->table);
+		atomic_store_explicit(&sl->state, 2, memory_order_release);
+		return &sl->mod;
+	}
+	/* Every slot taken (a process that loaded hundreds of objects): describe
+	 * the module for this one use. */
+	local_module(&obj, tmp, tmp_table);
+	return tmp;
+}
+
+/* ---- Spaces ----------------------------------------------------------------- */
+
+static const struct bk_target_ops local_ops = { sizeof(local_ops), tgt_local_read };
+
+static struct uw_cache_entry default_cache[UW_CACHE_ENTRIES];
+static struct uw_local_slot default_slots[UW_LOCAL_SLOTS];
+static struct bk_space default_space = {
+	.arch = ARCH_HOST,
+	.ops = { sizeof(struct bk_target_ops), tgt_local_read },
+	.cache = default_cache,
+	.local = default_slots,
+	.static_storage = true,
+};
+
+struct bk_space *bk_space_local(void)
+{
+	return &default_space;
+}
+
+int bk_space_create_local(struct bk_space **out)
+{
+	if (!out)
+		return BK_E_INVAL;
+	int err = bk_space_create(ARCH_HOST->arch, &local_ops, NULL, out);
+	if (err)
+		return err;
+	(*out)->local = base_calloc(UW_LOCAL_SLOTS, sizeof(struct uw_local_slot));
+	if (!(*out)->local) {
+		bk_space_destroy(*out);
+		return BK_E_NOMEM;
+	}
+	return 0;
+}
+
+/* ---- Registers of this thread ---------------------------------------------- */
+
+#if defined(__x86_64__)
+/* uw_capture_regs(uint64_t out[17]): the caller's registers as they are
+ * right after this call returns, in DWARF order: rbx, rbp, r12-r15 (callee-
+ * saved, untouched here), rsp (after the return) and rip (the return
+ * address). The others are written too but mean nothing. */
+__asm__(".text\n"
+	".globl uw_capture_regs\n"
+	".hidden uw_capture_regs\n"
+	".type uw_capture_regs, @function\n"
+	"uw_capture_regs:\n"
+	".cfi_startproc\n"
+	"	movq %rax, 0(%rdi)\n"
+	"	movq %rdx, 8(%rdi)\n"
+	"	movq %rcx, 16(%rdi)\n"
+	"	movq %rbx, 24(%rdi)\n"
+	"	movq %rsi, 32(%rdi)\n"
+	"	movq %rdi, 40(%rdi)\n"
+	"	movq %rbp, 48(%rdi)\n"
+	"	leaq 8(%rsp), %rax\n"
+	"	movq %rax, 56(%rdi)\n"
+	"	movq %r8, 64(%rdi)\n"
+	"	movq %r9, 72(%rdi)\n"
+	"	movq %r10, 80(%rdi)\n"
+	"	movq %r11, 88(%rdi)\n"
+	"	movq %r12, 96(%rdi)\n"
+	"	movq %r13, 104(%rdi)\n"
+	"	movq %r14, 112(%rdi)\n"
+	"	movq %r15, 120(%rdi)\n"
+	"	movq (%rsp), %rax\n"
+	"	movq %rax, 128(%rdi)\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size uw_capture_regs, .-uw_capture_regs\n");
+void uw_capture_regs(uint64_t *out);
+#endif
+
+/* Start C from a capture made by uw_capture_regs: the state of the function
+ * that called it, at the return point. Only what the capture can vouch for
+ * is valid: the callee-saved registers, rsp and rip. */
+static int init_here(struct uw_cursor *c, struct bk_space *s, const uint64_t *regs)
+{
+	const struct arch_info *a = s->arch;
+	memset(c, 0, sizeof(*c));
+	c->space = s;
+	/* rbx, rbp, rsp, r12-r15 and rip. */
+	static const unsigned keep[] = { 3, 6, 7, 12, 13, 14, 15, 16 };
+	for (size_t i = 0; i < BK_ARRAY_LEN(keep); i++) {
+		unsigned slot = arch_slot(a, keep[i]);
+		c->regs[slot] = regs[keep[i]];
+		c->valid |= (uint64_t)1 << slot;
+	}
+	c->how = BK_HOW_INITIAL;
+	c->at_pc = 0; /* the PC is a return address */
+	tgt_local_note_stack(regs[7]);
+	return 0;
+}
+
+__attribute__((noinline)) int bk_cursor_init_local(struct bk_cursor *bc, struct bk_space *s)
+{
+#if defined(__x86_64__)
+	if (!bc || !s || !s->local)
+		return BK_E_INVAL;
+	uint64_t regs[17];
+	uw_capture_regs(regs);
+	struct uw_cursor *c = (struct uw_cursor *)(void *)bc;
+	init_here(c, s, regs);
+	/* We are at the return into this function: step to our caller, while
+	 * our frame is still alive to be read. */
+	int rc = bk_cursor_step(bc);
+	if (rc != 1)
+		return rc < 0 ? rc : BK_E_NO_UNWIND;
+	c->depth = 0;
+	c->how = BK_HOW_INITIAL;
+	return 0;
+#else
+	(void)bc;
+	(void)s;
+	return BK_E_UNSUPPORTED;
+#endif
+}
+
+int bk_cursor_init_ucontext(struct bk_cursor *bc, struct bk_space *s, const void *ucontext)
+{
+#if defined(__x86_64__)
+	if (!bc || !s || !ucontext)
+		return BK_E_INVAL;
+	const ucontext_t *uc = ucontext;
+	const greg_t *g = uc->uc_mcontext.gregs;
+	struct bk_regs regs;
+	regs.valid[0] = regs.valid[1] = 0;
+	static const int map[17] = { REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+				     REG_RBP, REG_RSP, REG_R8, REG_R9, REG_R10, REG_R11,
+				     REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP };
+	for (unsigned i = 0; i < 17; i++)
+		bk_regs_set(&regs, i, (uint64_t)g[map[i]]);
+	bk_regs_set(&regs, 49, (uint64_t)g[REG_EFL]);
+	if (s->local)
+		tgt_local_note_stack((uint64_t)g[REG_RSP]);
+	return bk_cursor_init(bc, s, &regs);
+#else
+	(void)bc;
+	(void)s;
+	(void)ucontext;
+	return BK_E_UNSUPPORTED;
+#endif
+}
+
+__attribute__((noinline)) int bk_backtrace(void **pcs, int max)
+{
+#if defined(__x86_64__)
+	if (!pcs || max <= 0)
+		return 0;
+	uint64_t regs[17];
+	uw_capture_regs(regs);
+	struct bk_cursor bc;
+	struct uw_cursor *c = (struct uw_cursor *)(void *)&bc;
+	init_here(c, &default_space, regs);
+	/* The first frame is this function: its caller is the first PC. */
+	int n = 0;
+	while (n < max && bk_cursor_step(&bc) == 1)
+		pcs[n++] = (void *)(uintptr_t)c->regs[16];
+	return n;
+#else
+	(void)pcs;
+	(void)max;
+	return 0;
+#endif
+}
