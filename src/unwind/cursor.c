@@ -183,8 +183,9 @@ static int step_signal(struct uw_cursor *c)
 static void compile_row(const struct arch_info *a, const struct cfi_section *sec,
 			const struct cfi_cie *cie, const struct cfi_row *row, struct uw_crow *out)
 {
-	memset(out, 0, sizeof(*out));
+	memset(out, 0, offsetof(struct uw_crow, saved));
 	out->kind = UW_KIND_CFI;
+	out->ra_index = 0xff;
 	out->ra_slot = (uint8_t)arch_slot(a, (unsigned)cie->ra_reg);
 	out->ra_signed = row->ra_sign_state;
 	(void)sec;
@@ -202,7 +203,7 @@ static void compile_row(const struct arch_info *a, const struct cfi_section *sec
 		if (slot == ARCH_NO_SLOT)
 			continue; /* a register the unwinder does not track */
 		if (r->kind == BK_RULE_EXPRESSION || r->kind == BK_RULE_VAL_EXPRESSION ||
-		    out->nsaved == UW_CROW_SAVED) {
+		    out->nsaved == UW_CROW_SAVED || r->value != (int32_t)r->value) {
 			out->kind = UW_KIND_CFI_SLOW;
 			return;
 		}
@@ -215,10 +216,12 @@ static void compile_row(const struct arch_info *a, const struct cfi_section *sec
 			}
 		}
 		out->ruled |= SLOT_BIT(slot);
+		if (slot == out->ra_slot)
+			out->ra_index = out->nsaved;
 		out->saved[out->nsaved].slot = (uint8_t)slot;
 		out->saved[out->nsaved].kind = r->kind;
 		out->saved[out->nsaved].reg_slot = (uint8_t)rs;
-		out->saved[out->nsaved].off = r->value;
+		out->saved[out->nsaved].off = (int32_t)r->value;
 		out->nsaved++;
 	}
 }
@@ -343,55 +346,90 @@ static int apply_full_row(struct uw_cursor *c, const struct cfi_section *sec,
 	return 0;
 }
 
-/* Apply a compiled row: the fast path. */
-static int apply_crow(struct uw_cursor *c, const struct uw_crow *r, uint64_t *regs,
-		      uint64_t *valid, uint64_t *cfa)
-{
-	struct bk_space *s = c->space;
-	if (!(c->valid & SLOT_BIT(r->cfa_slot)))
-		return BK_E_BAD_REG;
-	*cfa = c->regs[r->cfa_slot] + (uint64_t)r->cfa_off;
-	for (unsigned i = 0; i < r->nsaved; i++) {
-		unsigned slot = r->saved[i].slot;
-		uint64_t v;
-		int err;
-		switch (r->saved[i].kind) {
-		case BK_RULE_OFFSET:
-			if ((err = read_word(s, *cfa + (uint64_t)r->saved[i].off, &v)))
-				return err;
-			break;
-		case BK_RULE_VAL_OFFSET:
-			v = *cfa + (uint64_t)r->saved[i].off;
-			break;
-		case BK_RULE_SAME_VALUE:
-			if (!(c->valid & SLOT_BIT(slot)))
-				continue;
-			v = c->regs[slot];
-			break;
-		case BK_RULE_REGISTER:
-			if (!(c->valid & SLOT_BIT(r->saved[i].reg_slot)))
-				continue;
-			v = c->regs[r->saved[i].reg_slot];
-			break;
-		default: /* undefined */
-			continue;
-		}
-		regs[slot] = v;
-		*valid |= SLOT_BIT(slot);
-	}
-	uint64_t keep = s->arch->callee_saved_slots & ~r->ruled & c->valid;
-	for (unsigned i = 0; keep >> i; i++)
-		if (keep & SLOT_BIT(i))
-			regs[i] = c->regs[i];
-	*valid |= keep;
-	return 0;
-}
-
 /* Strip AArch64 pointer authentication from a signed return address: user
  * space addresses have their top 16 bits clear (48-bit VA). */
 static uint64_t strip_pac(uint64_t ra)
 {
 	return ra & 0x0000ffffffffffffull;
+}
+
+/* Apply a compiled row in place: the fast path. New values are computed
+ * from the callee's registers first, then written; callee-saved registers
+ * without a rule already hold their value and are only kept valid. */
+static int step_fast(struct uw_cursor *c, const struct uw_crow *r)
+{
+	struct bk_space *s = c->space;
+	const struct arch_info *a = s->arch;
+	uint64_t vals[UW_CROW_SAVED];
+	uint64_t set = 0, cfa;
+	int err;
+
+	if (r->ra_undefined)
+		return 0;
+	if (!(c->valid & SLOT_BIT(r->cfa_slot)))
+		return BK_E_BAD_REG;
+	cfa = c->regs[r->cfa_slot] + (uint64_t)r->cfa_off;
+	for (unsigned i = 0; i < r->nsaved; i++) {
+		unsigned slot = r->saved[i].slot;
+		switch (r->saved[i].kind) {
+		case BK_RULE_OFFSET:
+			if ((err = read_word(s, cfa + (uint64_t)(int64_t)r->saved[i].off, &vals[i])))
+				return err;
+			break;
+		case BK_RULE_VAL_OFFSET:
+			vals[i] = cfa + (uint64_t)(int64_t)r->saved[i].off;
+			break;
+		case BK_RULE_SAME_VALUE:
+			if (!(c->valid & SLOT_BIT(slot)))
+				continue;
+			vals[i] = c->regs[slot];
+			break;
+		case BK_RULE_REGISTER:
+			if (!(c->valid & SLOT_BIT(r->saved[i].reg_slot)))
+				continue;
+			vals[i] = c->regs[r->saved[i].reg_slot];
+			break;
+		default: /* undefined */
+			continue;
+		}
+		set |= (uint64_t)1 << i;
+	}
+
+	/* The return address: the RA column's rule, or with no rule the RA
+	 * register unchanged (an AArch64 leaf). */
+	uint64_t ra;
+	if (r->ra_slot == ARCH_NO_SLOT)
+		return BK_E_BAD_REG;
+	if (r->ra_index != 0xff) {
+		if (!(set >> r->ra_index & 1))
+			return 0;
+		ra = vals[r->ra_index];
+	} else if (c->valid & SLOT_BIT(r->ra_slot)) {
+		ra = c->regs[r->ra_slot];
+	} else {
+		return 0;
+	}
+	if (c->depth > 0 && c->how != BK_HOW_SIGNAL && cfa <= c->cfa)
+		return BK_E_LOOP;
+
+	uint64_t valid = c->valid & a->callee_saved_slots & ~r->ruled;
+	for (unsigned i = 0; i < r->nsaved; i++)
+		if (set >> i & 1) {
+			c->regs[r->saved[i].slot] = vals[i];
+			valid |= SLOT_BIT(r->saved[i].slot);
+		}
+	unsigned sps = arch_slot(a, a->sp_reg), pcs = pc_slot(a);
+	if (!(r->ruled & SLOT_BIT(sps))) {
+		c->regs[sps] = cfa;
+		valid |= SLOT_BIT(sps);
+	}
+	c->regs[pcs] = r->ra_signed ? strip_pac(ra) : ra;
+	valid |= SLOT_BIT(pcs);
+	c->valid = valid;
+	c->cfa = cfa;
+	c->how = BK_HOW_CFI;
+	c->at_pc = 0;
+	return 1;
 }
 
 /* The caller's frame from the current one and how its registers are found.
@@ -406,11 +444,7 @@ static int step_cfi(struct uw_cursor *c, const struct uw_crow *crow, const struc
 
 	if (crow->ra_undefined)
 		return 0;
-	if (crow->kind == UW_KIND_CFI)
-		err = apply_crow(c, crow, regs, &valid, &cfa);
-	else
-		err = apply_full_row(c, sec, cie, row, regs, &valid, &cfa);
-	if (err)
+	if ((err = apply_full_row(c, sec, cie, row, regs, &valid, &cfa)))
 		return err;
 
 	/* The caller's SP is the CFA unless a rule says otherwise (DWARF 5
@@ -573,7 +607,7 @@ static int step(struct uw_cursor *c)
 	case UW_KIND_SIGNAL:
 		return step_signal(c);
 	case UW_KIND_CFI:
-		return step_cfi(c, &crow, NULL, NULL, NULL);
+		return step_fast(c, &crow);
 	case UW_KIND_CFI_SLOW:
 		return step_cfi(c, &crow, &t->sec, &cie, &row);
 	}

@@ -184,7 +184,7 @@ bool uw_cache_get(struct bk_space *s, uint64_t pc, uint64_t tag, struct uw_crow 
 	uint32_t seq = atomic_load_explicit(&e->seq, memory_order_acquire);
 	if ((seq & 1) || seq == 0 || e->pc != pc || e->tag != tag)
 		return false;
-	*row = e->row;
+	memcpy(row, &e->row, uw_crow_size(&e->row));
 	atomic_thread_fence(memory_order_acquire);
 	return atomic_load_explicit(&e->seq, memory_order_relaxed) == seq;
 }
@@ -200,6 +200,6 @@ void uw_cache_put(struct bk_space *s, uint64_t pc, uint64_t tag, const struct uw
 	atomic_thread_fence(memory_order_release);
 	e->pc = pc;
 	e->tag = tag;
-	e->row = *row;
+	memcpy(&e->row, row, uw_crow_size(row));
 	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
 }

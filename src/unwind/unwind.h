@@ -7,6 +7,7 @@
 #define BK_UNWIND_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 #include "../cfi/cfi.h"
 #include "../loader/loader.h"
@@ -71,6 +72,7 @@ struct uw_crow {
 	uint8_t cfa_slot;
 	uint8_t nsaved;
 	uint8_t ra_slot;       /* slot of the return-address column, or ARCH_NO_SLOT */
+	uint8_t ra_index;      /* its entry in saved[], or 0xff when it has no rule */
 	uint8_t ra_signed;     /* AArch64: strip pointer authentication from the RA */
 	uint8_t ra_undefined;  /* outermost frame */
 	int64_t cfa_off;
@@ -79,9 +81,16 @@ struct uw_crow {
 		uint8_t slot;
 		uint8_t kind;      /* BK_RULE_* except expressions */
 		uint8_t reg_slot;  /* BK_RULE_REGISTER */
-		int64_t off;
+		int32_t off;       /* rows with larger offsets are SLOW */
 	} saved[UW_CROW_SAVED];
 };
+
+/* Bytes of R that matter: the header and its NSAVED entries. */
+static inline size_t uw_crow_size(const struct uw_crow *r)
+{
+	unsigned n = r->nsaved < UW_CROW_SAVED ? r->nsaved : UW_CROW_SAVED;
+	return offsetof(struct uw_crow, saved) + n * sizeof(r->saved[0]);
+}
 
 /* A direct-mapped cache of compiled rows keyed by lookup PC, safe against
  * concurrent readers and writers without locks: a writer claims an entry by
