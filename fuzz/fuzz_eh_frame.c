@@ -26,6 +26,8 @@
  * header's locations, a few fixed ones) is looked up with cfi_table_find and
  * cfi_row_at.
  *
+ * The table is then built once more with its allocation failing.
+ *
  * What is checked (abort() on violation, so libFuzzer reports it):
  *  - framing: entries advance and stay inside the section; decoders leave
  *    the reader unchanged on error and consume what they report;
@@ -555,6 +557,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	free(sorted);
+	cfi_table_free(&t);
+
+	/* The index's allocation failing: BK_E_NOMEM and nothing kept, or no
+	 * allocation needed at all. */
+	base_alloc_fail_after(1);
+	err = cfi_table_init(&t, &r.sec, hdr_len ? &hdr : NULL);
+	base_alloc_fail_after(0);
+	check(err == 0 || err == BK_E_NOMEM, "cfi_table_init under allocation failure");
+	if (err)
+		check(t.index == NULL && t.nindex == 0, "failed cfi_table_init kept its index");
 	cfi_table_free(&t);
 out:
 	free(r.probes);

@@ -11,7 +11,8 @@
  * the FDE tables over the sections the loader found — for a file without
  * section headers, an .eh_frame reaching to the end of its segment — and
  * follows DW_EH_PE_indirect through ldr_mem_read. bk_elf_close ends with
- * ldr_close.
+ * ldr_close. An image that opens is opened a second time with one of its
+ * first allocations failing (base_alloc_fail_after), for the error paths.
  *
  * abort() marks a broken documented invariant: a build-id longer than
  * LDR_MAX_BUILD_ID, a segment with more file than memory bytes, a row that
@@ -98,6 +99,19 @@ static void lookup(struct bk_elf *bk, uint64_t pc)
 	}
 }
 
+/* Open again with the Nth allocation of the library failing (N from the
+ * input's size): every error path must report BK_E_NOMEM or succeed, and
+ * free what it took (LeakSanitizer checks at exit, ASan for double frees). */
+static void open_failing(const uint8_t *data, size_t size)
+{
+	struct ldr_elf *e = NULL;
+	base_alloc_fail_after(1 + size % 5);
+	int err = ldr_open_memory(data, size, &e);
+	base_alloc_fail_after(0);
+	check(err == 0 ? e != NULL : e == NULL, "ldr_open_memory result and object disagree");
+	ldr_close(e);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ldr_elf *e = NULL;
@@ -105,6 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(e == NULL, "ldr_open_memory failed but returned an object");
 		return 0;
 	}
+	open_failing(data, size);
 
 	touch_section(&e->eh_frame);
 	touch_section(&e->eh_frame_hdr);

@@ -19,6 +19,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/backstep-seeds.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 cd "$work"
 
+# Reproducible output: no temporary directory names in debug info.
+CFLAGS_MAP="-ffile-prefix-map=$work=."
 have() { command -v "$1" >/dev/null 2>&1; }
 try() { "$@" 2>/dev/null || echo "make_seeds.sh: skipped: $*" >&2; }
 
@@ -177,8 +179,8 @@ try gcc -Os -s -o "$L/x86_64_gcc_pie" hello.c
 try clang -Os -s -no-pie -Wl,-z,noseparate-code -o "$L/x86_64_clang_nopie" hello.c
 try gcc -Os -s -shared -fPIC -Wl,-z,noseparate-code -o "$L/x86_64_lib.so" lib.c
 try gcc -Os -c -o "$L/x86_64_obj.o" hello.c
-try gcc -Os -g -fno-asynchronous-unwind-tables -c -o "$L/x86_64_debug_frame.o" lib.c
-try gcc -Os -g -gz=zlib -fno-asynchronous-unwind-tables -c -o "$L/x86_64_gz.o" lib.c
+try gcc -Os -g $CFLAGS_MAP -fno-asynchronous-unwind-tables -c -o "$L/x86_64_debug_frame.o" lib.c
+try gcc -Os -g $CFLAGS_MAP -gz=zlib -fno-asynchronous-unwind-tables -c -o "$L/x86_64_gz.o" lib.c
 if [ -f "$L/x86_64_debug_frame.o" ]; then
 	try objcopy --compress-debug-sections=zlib-gnu "$L/x86_64_debug_frame.o" "$L/x86_64_zdebug.o"
 fi
@@ -189,9 +191,9 @@ if [ -f "$L/x86_64_nolibc" ]; then
 	try objcopy --add-gnu-debuglink=empty.debug "$L/x86_64_nolibc" "$L/x86_64_debuglink"
 fi
 try gcc -m32 -Os -s -nostdlib -static -Wl,--build-id -Wl,--eh-frame-hdr -o "$L/i386_nolibc" start.c
-try gcc -m32 -Os -g -fno-asynchronous-unwind-tables -c -o "$L/i386_debug_frame.o" lib.c
+try gcc -m32 -Os -g $CFLAGS_MAP -fno-asynchronous-unwind-tables -c -o "$L/i386_debug_frame.o" lib.c
 try g++ -Os -s -Wl,-z,noseparate-code -o "$L/x86_64_gxx_throw" throw.cc
-try gcc -nostdlib -shared -Wl,-z,noseparate-code -o "$L/x86_64_cfi_ops.so" cfi_ops.S
+try gcc -s -nostdlib -shared -Wl,-z,noseparate-code -o "$L/x86_64_cfi_ops.so" cfi_ops.S
 if have aarch64-linux-gnu-gcc; then
 	# 4 KiB pages: the default 64 KiB alignment makes 64 KiB files of padding.
 	a64="aarch64-linux-gnu-gcc -Wl,-z,max-page-size=4096"
@@ -199,7 +201,7 @@ if have aarch64-linux-gnu-gcc; then
 	try $a64 -Os -s -mbranch-protection=pac-ret+b-key -o "$L/aarch64_pac_b_key" hello.c
 	try $a64 -Os -s -shared -fPIC -o "$L/aarch64_lib.so" lib.c
 	try $a64 -Os -c -o "$L/aarch64_obj.o" hello.c
-	try $a64 -nostdlib -shared -o "$L/aarch64_cfi_ops.so" cfi_a64.S
+	try $a64 -s -nostdlib -shared -o "$L/aarch64_cfi_ops.so" cfi_a64.S
 fi
 
 # ---- eh_frame: sections in fuzz_eh_frame's format ----------------------------------
@@ -217,16 +219,16 @@ done
 [ -f "$L/aarch64_gcc_pie" ] && try $tool eh "$L/aarch64_gcc_pie" "$E/aarch64_hdr_udata8" --hdr-enc 0x04
 [ -f "$L/i386_nolibc" ] && try $tool eh "$L/i386_nolibc" "$E/i386_hdr_udata4" --hdr-enc 0x03
 # .debug_frame, linked (real addresses) and from objects.
-try gcc -Os -g -fno-asynchronous-unwind-tables -o dbg_x86_64 hello.c
+try gcc -Os -g $CFLAGS_MAP -fno-asynchronous-unwind-tables -o dbg_x86_64 hello.c
 try $tool eh dbg_x86_64 "$E/x86_64_debug_frame" --debug-frame
 try gcc -nostdlib -shared -DDEBUG_FRAME -o dbg_ops.so cfi_ops.S
 try $tool eh dbg_ops.so "$E/x86_64_cfi_ops_debug_frame" --debug-frame
-try clang -Os -gdwarf-5 -fno-asynchronous-unwind-tables -fno-unwind-tables -c -o dbg_clang.o lib.c
+try clang -Os -gdwarf-5 $CFLAGS_MAP -fno-asynchronous-unwind-tables -fno-unwind-tables -c -o dbg_clang.o lib.c
 try $tool eh dbg_clang.o "$E/x86_64_clang_debug_frame_v4" --debug-frame
 try $tool eh dbg_ops.so "$E/x86_64_debug_frame_dwarf64" --debug-frame --dwarf64
 [ -f "$L/i386_debug_frame.o" ] && try $tool eh "$L/i386_debug_frame.o" "$E/i386_debug_frame" --debug-frame
 if have aarch64-linux-gnu-gcc; then
-	try aarch64-linux-gnu-gcc -Os -g -fno-asynchronous-unwind-tables -fno-unwind-tables \
+	try aarch64-linux-gnu-gcc -Os -g $CFLAGS_MAP -fno-asynchronous-unwind-tables -fno-unwind-tables \
 		-o dbg_a64 hello.c
 	try $tool eh dbg_a64 "$E/aarch64_debug_frame" --debug-frame
 fi
@@ -241,6 +243,9 @@ for libc in /lib/x86_64-linux-gnu/libc.so.6 /usr/lib/x86_64-linux-gnu/libc.so.6;
 done
 [ -f /usr/aarch64-linux-gnu/lib/libc.so.6 ] &&
 	try $tool subset /usr/aarch64-linux-gnu/lib/libc.so.6 "$E/aarch64_libc_first" zR 12
+
+# Hand-assembled tables for shapes no compiler emits.
+$tool handmade "$E"
 
 # ---- expr ---------------------------------------------------------------------------
 

@@ -9,6 +9,11 @@
   seedtool.py subset ELF OUT AUG [MAX]
         Only the CIEs whose augmentation contains AUG and (at most MAX of)
         their FDEs, re-linked into a small .eh_frame with a fresh header.
+  seedtool.py handmade OUTDIR
+        Small hand-assembled tables in fuzz_eh_frame's format for shapes no
+        compiler emits: legacy "eh" augmentation, every machine limit, all
+        pointer encodings, 64-bit lengths, .debug_frame v4 with segment
+        selectors, broken .eh_frame_hdr tables.
   seedtool.py expr OUTDIR
         The expression seeds for fuzz_expr.
 
@@ -273,6 +278,194 @@ def cmd_subset(argv):
                                elf.section('.text')[0], elf.section('.got')[0]))
 
 
+# ---- Hand-made tables: shapes compilers do not emit ------------------------------
+
+
+def uleb_enc(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def sleb_enc(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        done = (v == 0 and not b & 0x40) or (v == -1 and b & 0x40)
+        out.append(b | (0 if done else 0x80))
+        if done:
+            return bytes(out)
+
+
+class Table:
+    """An .eh_frame / .debug_frame assembled entry by entry."""
+
+    def __init__(self, is_eh=True, dwarf64=False):
+        self.out = bytearray()
+        self.is_eh = is_eh
+        self.dwarf64 = dwarf64
+
+    def cie(self, aug, insns, version=1, code_align=1, data_align=-8, ra=16, aug_data=b'',
+            extra=b''):
+        """EXTRA goes between the augmentation string and the alignment
+        factors (legacy "eh" data, v4 address/segment sizes)."""
+        idw = 8 if self.dwarf64 else 4
+        cid = 0 if self.is_eh else (1 << (8 * idw)) - 1
+        body = bytes([version]) + aug.encode() + b'\0' + extra
+        body += uleb_enc(code_align) + sleb_enc(data_align)
+        body += bytes([ra]) if version == 1 else uleb_enc(ra)
+        if aug.startswith('z'):
+            body += uleb_enc(len(aug_data)) + aug_data
+        return self._raw(cid.to_bytes(idw, 'little'), body + insns)
+
+    def fde(self, cie_off, head, insns, aug_data=None):
+        """HEAD: the encoded pc_begin and range; AUG_DATA: for a 'z' CIE."""
+        idw = 8 if self.dwarf64 else 4
+        start = len(self.out) + (12 if self.dwarf64 else 4)
+        ptr = start - cie_off if self.is_eh else cie_off
+        body = head + (b'' if aug_data is None else uleb_enc(len(aug_data)) + aug_data)
+        return self._raw(ptr.to_bytes(idw, 'little'), body + insns)
+
+    def _raw(self, id_bytes, body):
+        off = len(self.out)
+        body = bytearray(body)
+        hdr = 12 if self.dwarf64 else 4
+        while (hdr + len(id_bytes) + len(body)) % 4:
+            body.append(0)  # DW_CFA_nop padding
+        n = len(id_bytes) + len(body)
+        if self.dwarf64:
+            self.out += struct.pack('<IQ', 0xffffffff, n)
+        else:
+            self.out += struct.pack('<I', n)
+        self.out += id_bytes + body
+        return off
+
+    def bytes(self, terminate=True):
+        return bytes(self.out) + (b'\0\0\0\0' if terminate and self.is_eh else b'')
+
+
+def q(v):
+    return struct.pack('<Q', v & (2**64 - 1))
+
+
+def d(v):
+    return struct.pack('<I', v & 0xffffffff)
+
+
+def cmd_handmade(argv):
+    outdir = argv[0]
+    sec_addr, hdr_addr = 0x2000, 0x1f00
+
+    def write(name, table_bytes, flags=0, hdr=b'', addr=sec_addr, text=0x1000, data=0x4000):
+        with open(os.path.join(outdir, name), 'wb') as f:
+            f.write(pack(hdr, table_bytes, flags, addr, hdr_addr, text, data))
+
+    # Legacy "eh" augmentation (GCC < 3), absptr FDEs, DW_CFA_set_loc and
+    # DW_CFA_MIPS_advance_loc8.
+    t = Table()
+    c = t.cie('eh', b'\x0c\x07\x08\x90\x01', extra=q(0x1234))
+    t.fde(c, q(0x1000) + q(0x40),
+          b'\x41\x0e\x10\x86\x02' + b'\x01' + q(0x1010) + b'\x0e\x20'
+          + b'\x1d' + q(0x8) + b'\x0e\x08' + b'\x01' + q(0x1008))
+    write('hand_legacy_eh_set_loc', t.bytes())
+
+    # Every fixed bound of the machine: 49 rules in one row, 9 nested
+    # remember_state, the shared pool of remembered rules, and a restore
+    # without remember.
+    t = Table()
+    c = t.cie('zR', b'\x0c\x07\x08\x90\x01', aug_data=b'\x1b')
+    base = 0x1000
+    def pcrel_head(t, begin, length):
+        field = sec_addr + len(t.out) + 8
+        return d(begin - field) + d(length)
+    many = b''.join(b'\x05' + uleb_enc(r) + b'\x02' for r in range(17, 17 + 49))
+    t.fde(c, pcrel_head(t, base, 0x20), b'\x41' + many, aug_data=b'')
+    t.fde(c, pcrel_head(t, base + 0x20, 0x20), b'\x41' + b'\x0a\x41' * 9, aug_data=b'')
+    pool = b''.join(b'\x05' + uleb_enc(r) + b'\x02' for r in range(17, 17 + 40))
+    t.fde(c, pcrel_head(t, base + 0x40, 0x20), pool + b'\x41' + b'\x0a\x41' * 4, aug_data=b'')
+    t.fde(c, pcrel_head(t, base + 0x60, 0x20), b'\x41\x0b', aug_data=b'')
+    t.fde(c, pcrel_head(t, base + 0x80, 0x20),
+          b'\x41\x0a\x0e\x30\x83\x03\x41\x0b\x42\xc3\x2d\x41\x2d', aug_data=b'')
+    write('hand_limits', t.bytes())
+
+    # Pointer encodings: textrel, datarel, funcrel, udata2/sdata2/uleb/sleb,
+    # an indirect FDE address (read through the memory callback from the
+    # "header" bytes, which are no valid header), an aligned personality,
+    # LSDAs present and absent.
+    t = Table()
+    slot = q(0x11c0)  # at hdr_addr: what the indirect pc_begin points to
+
+    def indirect(t):
+        field = sec_addr + len(t.out) + 8
+        return d(hdr_addr - field) + d(0x10)
+    rows = []
+    for enc, head in ((0x23, d(0x10) + d(0x10)),            # textrel|udata4
+                      (0x3b, d(-0x3000) + d(0x10)),         # datarel|sdata4
+                      (0x02, struct.pack('<HH', 0x1100, 0x10)),  # udata2
+                      (0x0a, struct.pack('<hH', 0x1120, 0x10)),  # sdata2
+                      (0x01, uleb_enc(0x1140) + uleb_enc(0x10)),  # uleb128
+                      (0x09, sleb_enc(0x1160) + sleb_enc(0x10)),  # sleb128
+                      (0x0c, q(0x1180) + q(0x10)),          # sdata8
+                      (0x04, q(0x11a0) + q(0x10)),          # udata8
+                      (0x9b, indirect),                     # indirect|pcrel|sdata4
+                      (0x43, d(0) + d(0x10))):              # funcrel|udata4
+        c = t.cie('zR', b'\x0c\x07\x08\x90\x01', aug_data=bytes([enc]))
+        rows.append((c, head))
+    for c, head in rows:
+        t.fde(c, head(t) if callable(head) else head, b'\x41\x0e\x10\x86\x02', aug_data=b'')
+    # 'P' with DW_EH_PE_aligned: the pointer sits at the next 8-byte address.
+    # Its field is 19 bytes into this CIE (length, id, version, "zPLR\0",
+    # three one-byte factors, the augmentation length, the 'P' encoding).
+    pad = (-(sec_addr + len(t.out) + 19)) % 8
+    c = t.cie('zPLR', b'\x0c\x07\x08\x90\x01',
+              aug_data=b'\x50' + b'\0' * pad + q(0x5000) + b'\x1b\x1b')
+    t.fde(c, d(0x10) + d(0x10), b'\x41', aug_data=d(0x40))
+    t.fde(c, d(0x10) + d(0x10), b'\x41', aug_data=d(0))
+    write('hand_encodings', t.bytes(), hdr=slot)
+
+    # 64-bit lengths in .eh_frame.
+    t = Table(dwarf64=True)
+    c = t.cie('zR', b'\x0c\x07\x08\x90\x01', aug_data=b'\x1b')
+    t.fde(c, d(0x100) + d(0x20), b'\x41\x0e\x10', aug_data=b'')
+    write('hand_eh_frame_64bit_lengths', t.bytes())
+
+    # .debug_frame, CIE version 4 with address and segment selector sizes
+    # (the FDE's pc_begin and DW_CFA_set_loc carry a selector), version 3.
+    t = Table(is_eh=False)
+    c = t.cie('', b'\x0c\x07\x08\x90\x01', version=4, extra=b'\x08\x02')
+    t.fde(c, b'\x00\x00' + q(0x1000) + q(0x30),
+          b'\x41\x0e\x10\x01\x00\x00' + q(0x1010) + b'\x0e\x08')
+    c = t.cie('', b'\x0c\x07\x08\x90\x01', version=3, ra=16)
+    t.fde(c, q(0x1100) + q(0x10), b'\x41\x0e\x10')
+    write('hand_debug_frame_v4_segment', t.bytes(), flags=1)
+
+    # Header shapes: eh_frame_ptr elsewhere (index fallback), an unsorted
+    # table, a table pointing between entries.
+    t = Table()
+    c = t.cie('zR', b'\x0c\x07\x08\x90\x01', aug_data=b'\x1b')
+    f1 = t.fde(c, pcrel_head(t, 0x1000, 0x10), b'\x41\x0e\x10', aug_data=b'')
+    f2 = t.fde(c, pcrel_head(t, 0x1010, 0x10), b'\x41\x0e\x18', aug_data=b'')
+    sec = t.bytes()
+
+    def hdr(ptr, table):
+        out = bytes([1, 0x1b, 0x03, 0x3b]) + struct.pack('<i', ptr - (hdr_addr + 4))
+        out += struct.pack('<I', len(table))
+        for loc, fde in table:
+            out += struct.pack('<ii', loc - hdr_addr, fde - hdr_addr)
+        return out
+    write('hand_hdr_unsorted', sec,
+          hdr=hdr(sec_addr, [(0x1010, sec_addr + f2), (0x1000, sec_addr + f1)]))
+    write('hand_hdr_wrong_section', sec,
+          hdr=hdr(sec_addr + 8, [(0x1000, sec_addr + f1), (0x1010, sec_addr + f2)]))
+    write('hand_hdr_mid_entry', sec,
+          hdr=hdr(sec_addr, [(0x1000, sec_addr + f1 + 4), (0x1010, sec_addr + f2)]))
+
+
 # Expressions: (name, flags, seed, bytes). Flags as in fuzz_expr.c: bit 0
 # addr_size 4, bit 1 push an initial value, bits 4-5 register names.
 X86 = 0x10
@@ -343,7 +536,7 @@ def cmd_expr(argv):
 
 
 def main():
-    cmds = {'eh': cmd_eh, 'subset': cmd_subset, 'expr': cmd_expr}
+    cmds = {'eh': cmd_eh, 'subset': cmd_subset, 'expr': cmd_expr, 'handmade': cmd_handmade}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         raise SystemExit(__doc__)
     cmds[sys.argv[1]](sys.argv[2:])

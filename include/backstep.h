@@ -215,6 +215,9 @@ enum bk_frame_how {
 	BK_HOW_SIGNAL,      /* a Linux signal frame: from the saved ucontext */
 	BK_HOW_FP,          /* the frame-pointer chain (no CFI covered the callee) */
 	BK_HOW_USER,        /* a stepper registered by the user */
+	BK_HOW_SCAN,        /* an interrupted frame without CFI or frame pointer:
+			       the first word above SP that is a return address
+			       (inside a module, right after a call) */
 };
 BK_API const char *bk_how_name(enum bk_frame_how how);
 
@@ -250,9 +253,9 @@ BK_API uint64_t bk_cursor_lookup_pc(const struct bk_cursor *c);
 
 /* ---- Processes ---------------------------------------------------------- */
 
-/* A stopped process (or, later, a core file): its threads with the
- * registers they had when it was stopped, and an address space over its
- * memory and modules. Cold. */
+/* A stopped process or a core file: its threads with the registers they
+ * had when it was stopped, and an address space over its memory and
+ * modules. Cold. */
 struct bk_target;
 
 /* Attach to every thread of process PID with ptrace (they stop; the process
@@ -261,19 +264,36 @@ struct bk_target;
  * from the process's memory). Errors: BK_E_NOT_FOUND (no such process),
  * BK_E_IO (permission denied, or it exited meanwhile). */
 BK_API int bk_target_attach(int pid, struct bk_target **out);
+/* Open the x86-64 ELF core file CORE (kernel or gdb gcore): a thread per
+ * NT_PRSTATUS, modules from NT_FILE opened from disk. Memory comes from the
+ * core, or, where the core did not keep it, from the mapped file. EXE (may
+ * be NULL) replaces the path the core gives for the main executable. A file
+ * whose GNU build-id differs from the one the core kept is not used: its
+ * module stays, known by name only (see bk_target_problem). Errors: BK_E_IO
+ * (cannot open or read CORE; a directory), BK_E_NOT_ELF, BK_E_UNSUPPORTED
+ * (an ELF file that is not a core, or a core of another machine),
+ * BK_E_CORRUPT (truncated: headers or notes cut). Memory a truncated core
+ * lost reads as BK_E_MEMORY. */
+BK_API int bk_target_open_core(const char *core, const char *exe, struct bk_target **out);
 /* Detach (the process runs on) and free. Always call it, also on error paths. */
 BK_API void bk_target_close(struct bk_target *t);
 BK_API struct bk_space *bk_target_space(struct bk_target *t);
 
 struct bk_thread_info {
 	int tid;
-	const char *name; /* the thread's comm */
+	const char *name; /* the thread's comm (a core keeps only the process's) */
 	int err;          /* 0, or why its registers are unknown */
 };
 BK_API size_t bk_target_nthreads(const struct bk_target *t);
 /* Thread I (0 <= I < nthreads): identity and registers (REGS may be NULL). */
 BK_API int bk_target_thread(const struct bk_target *t, size_t i, struct bk_thread_info *info,
 			    struct bk_regs *regs);
+/* Problems met while building the target's modules, one line each, for the
+ * user: "PATH: file not found", "PATH: build-id differs from the core's; not
+ * used", ... Walks through such a module fall back to frame pointers.
+ * The strings live as long as the target. */
+BK_API size_t bk_target_nproblems(const struct bk_target *t);
+BK_API const char *bk_target_problem(const struct bk_target *t, size_t i); /* NULL past the end */
 
 
 /* ---- This process ------------------------------------------------------- */

@@ -73,6 +73,9 @@ static void usage(FILE *f)
 	      "  pid [-r] [--json] PID\n"
 	      "        every thread's stack of a running process (ptrace; the process\n"
 	      "        is detached and left running)\n"
+	      "  core [-r] [--json] CORE [EXE]\n"
+	      "        every thread's stack in a core file; EXE replaces the main\n"
+	      "        executable the core names\n"
 	      "  help  this text\n",
 	      f);
 }
@@ -88,6 +91,8 @@ int main(int argc, char **argv)
 		return cmd_dump(argc - 1, argv + 1);
 	if (!strcmp(cmd, "pid"))
 		return cmd_pid(argc - 1, argv + 1);
+	if (!strcmp(cmd, "core"))
+		return cmd_core(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		usage(stdout);
 		return 0;

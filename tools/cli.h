@@ -16,6 +16,7 @@ bool cli_parse_u64(const char *s, uint64_t *out);
 
 int cmd_dump(int argc, char **argv);
 int cmd_pid(int argc, char **argv);
+int cmd_core(int argc, char **argv);
 
 /* Stacks (stack.c). */
 #include <signal.h>
@@ -27,6 +28,10 @@ struct cli_stack_opts {
 extern volatile sig_atomic_t cli_interrupted;
 int cli_print_stack(struct bk_space *space, const struct bk_regs *regs,
 		    const struct cli_stack_opts *o);
+/* Every thread of a target and its stack; 0, or 1 if any walk failed. */
+int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o);
+/* The target's problem lines as "backstep: warning: ..." on stderr. */
+void cli_print_problems(const struct bk_target *t);
 void cli_json_str(const char *s);
 
 #endif

@@ -68,45 +68,8 @@ int cmd_pid(int argc, char **argv)
 			cli_error(arg, "%s", bk_strerror(err));
 		return 1;
 	}
-	int status = 0;
-	size_t n = bk_target_nthreads(t);
-	if (o.json)
-		out_s("[");
-	for (size_t i = 0; i < n && !cli_interrupted; i++) {
-		struct bk_thread_info info;
-		struct bk_regs regs;
-		int terr = bk_target_thread(t, i, &info, &regs);
-		if (o.json) {
-			out_s(i ? ",\n{\"tid\": " : "{\"tid\": ");
-			out_u64((uint64_t)info.tid);
-			out_s(", \"name\": ");
-			cli_json_str(info.name);
-			out_s(", \"frames\": [");
-		} else {
-			out_s(i ? "\nThread " : "Thread ");
-			out_u64((uint64_t)info.tid);
-			out_s(" (");
-			out_s(info.name);
-			out_s("):\n");
-		}
-		if (terr) {
-			if (!o.json) {
-				out_s("    (registers unavailable: ");
-				out_s(bk_strerror(terr));
-				out_s(")\n");
-			}
-			status = 1;
-		} else {
-			int rc = cli_print_stack(bk_target_space(t), &regs, &o);
-			if (rc < 0)
-				status = 1;
-		}
-		if (o.json)
-			out_s("]}");
-	}
-	if (o.json)
-		out_s("]\n");
-	out_flush();
+	cli_print_problems(t);
+	int status = cli_print_threads(t, &o);
 	bk_target_close(t);
 	if (cli_interrupted) {
 		cli_error(arg, "interrupted; detached");

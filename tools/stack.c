@@ -1,10 +1,12 @@
-/* Printing stacks: shared by `backstep pid` (and later `core` and `run`).
- * One line per frame, gdb-like:
+/* Printing stacks: shared by `backstep pid` and `backstep core` (and later
+ * `run`). One line per frame, gdb-like:
  *   #N  0xPC in MODULE+0xOFF [how]
  * with -r the recovered registers under each frame, with --json one object
- * per thread. */
+ * per thread: {"tid", "name", "frames": [...]} and "error" when the
+ * registers were unknown or the walk ended on an error. */
 #include <inttypes.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
@@ -121,4 +123,63 @@ void cli_json_str(const char *s)
 		}
 	}
 	out_c('"');
+}
+
+/* Every thread of T: a header, then its stack. Returns 0, or 1 when a
+ * thread's registers were unknown or a walk ended on an error. Stops early
+ * (still closing the JSON) when cli_interrupted is set. */
+int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
+{
+	int status = 0;
+	size_t n = bk_target_nthreads(t);
+	if (o->json)
+		out_s("[");
+	for (size_t i = 0; i < n && !cli_interrupted; i++) {
+		struct bk_thread_info info;
+		struct bk_regs regs;
+		int terr = bk_target_thread(t, i, &info, &regs);
+		if (o->json) {
+			out_s(i ? ",\n{\"tid\": " : "{\"tid\": ");
+			out_u64((uint64_t)info.tid);
+			out_s(", \"name\": ");
+			cli_json_str(info.name);
+			out_s(", \"frames\": [");
+		} else {
+			out_s(i ? "\nThread " : "Thread ");
+			out_u64((uint64_t)info.tid);
+			out_s(" (");
+			out_s(info.name);
+			out_s("):\n");
+		}
+		int rc = terr;
+		if (terr) {
+			if (!o->json) {
+				out_s("    (registers unavailable: ");
+				out_s(bk_strerror(terr));
+				out_s(")\n");
+			}
+		} else {
+			rc = cli_print_stack(bk_target_space(t), &regs, o);
+		}
+		if (rc < 0)
+			status = 1;
+		if (o->json) {
+			out_s("]");
+			if (rc < 0) {
+				out_s(", \"error\": ");
+				cli_json_str(bk_strerror(rc));
+			}
+			out_s("}");
+		}
+	}
+	if (o->json)
+		out_s("]\n");
+	out_flush();
+	return status;
+}
+
+void cli_print_problems(const struct bk_target *t)
+{
+	for (size_t i = 0; i < bk_target_nproblems(t); i++)
+		fprintf(stderr, "backstep: warning: %s\n", bk_target_problem(t, i));
 }

@@ -210,10 +210,8 @@ static int finish_index(struct sym_file *f)
 
 static bool has_section(struct sym_elf *e, const char *name)
 {
-	const uint8_t *d;
-	size_t len;
 	bool comp;
-	return sym_elf_section(e, name, &d, &len, &comp) && len > 0;
+	return sym_elf_has(e, name, &comp);
 }
 
 /* Executable PT_LOAD ranges of the main file. */
@@ -443,6 +441,7 @@ int sym_lookup(const struct sym_file *f, uint64_t addr, struct sym_frame *frames
 			return 0;
 		frames[0] = (struct sym_frame){
 			.function = sym ? sym->name : NULL,
+			.symbol = sym ? sym->name : NULL,
 			.offset = sym ? addr - sym->start : 0,
 			.file = file, .line = line, .column = column,
 		};
@@ -463,6 +462,7 @@ int sym_lookup(const struct sym_file *f, uint64_t addr, struct sym_frame *frames
 			 * ADDR, or from the DWARF range when there is none. */
 			if (!fr->function && sym)
 				fr->function = sym->name;
+			fr->symbol = sym ? sym->name : NULL;
 			fr->offset = addr - (sym ? sym->start : scope_low(f, (uint32_t)sc, addr));
 			break;
 		}

@@ -32,9 +32,11 @@ struct sym_file;
 /* One source-level frame at an address. */
 struct sym_frame {
 	const char *function; /* demangled when it was mangled (C++, Rust); NULL if unknown */
-	uint64_t offset;      /* ADDR - start of the ELF symbol covering ADDR (when there is
-			       * none: of the DWARF range covering it); outermost frame
-			       * only, 0 for inlined frames */
+	const char *symbol;   /* the ELF symbol covering ADDR (demangled), or NULL; outermost
+			       * frame only. Usually FUNCTION's own symbol, but not in a
+			       * split-off part: function "f", symbol "f.cold" */
+	uint64_t offset;      /* ADDR - start of SYMBOL (with no symbol: of the DWARF range
+			       * covering ADDR); outermost frame only, 0 for inlined */
 	const char *file;     /* source file (DWARF's name, comp_dir joined if relative), or NULL */
 	unsigned line, column; /* 0 if unknown */
 	int inlined;          /* 1: this frame is an inlined call inside the next one */
@@ -68,6 +70,7 @@ struct sym_stats {
 	bool used_debug_file;  /* a separate debug file was opened */
 	bool dwarf;            /* DWARF was found and opened by libdwarf */
 	bool dwarf_compressed; /* ... from SHF_COMPRESSED or .zdebug sections */
+	bool dwarf_rejected;   /* DWARF present but too damaged to open (sym_guard.c) */
 	size_t cus, cus_failed; /* CUs seen / CUs skipped (in part or whole) after an error */
 	size_t line_rows;      /* rows in the line index (incl. end-of-sequence marks) */
 	size_t scopes, ranges; /* functions and inlined calls / their address ranges */
@@ -169,6 +172,8 @@ struct sym_elf {
 };
 BK_HIDDEN int sym_elf_open(const char *path, struct sym_elf *out);
 BK_HIDDEN void sym_elf_close(struct sym_elf *e);
+/* Whether section NAME (or .zNAME) has contents; *COMPRESSED: stored compressed. */
+BK_HIDDEN bool sym_elf_has(struct sym_elf *e, const char *name, bool *compressed);
 /* Contents of section NAME (or its .zdebug_ form), decompressed; false when
  * absent or unreadable. The bytes live until sym_elf_close. */
 BK_HIDDEN bool sym_elf_section(struct sym_elf *e, const char *name, const uint8_t **data,
@@ -199,5 +204,27 @@ BK_HIDDEN int sym_dwarf_index(struct sym_file *f, const char *path, struct sym_e
  * BK_E_CORRUPT / BK_E_LIMIT otherwise. */
 BK_HIDDEN int sym_line_files(const uint8_t *sec, size_t sec_len, uint64_t table_off,
 			     size_t nrows, uint64_t *addrs, uint32_t *files);
+
+/* What decoding a range list needs from its CU and the file. */
+struct sym_rng_ctx {
+	const uint8_t *rnglists, *ranges, *addr; /* sections, NULL if absent */
+	size_t rnglists_len, ranges_len, addr_len;
+	uint8_t addr_size, off_size;  /* of the CU */
+	uint64_t cu_base;             /* the CU's DW_AT_low_pc, or 0 */
+	bool has_rnglists_base, has_addr_base;
+	uint64_t rnglists_base, addr_base;
+};
+/* Deliver each [lo, hi) of the list at VAL (an offset in .debug_rnglists, or
+ * with IS_INDEX a DW_FORM_rnglistx index) / at offset OFF of .debug_ranges.
+ * 0, or BK_E_CORRUPT / BK_E_LIMIT after the ranges delivered so far. */
+BK_HIDDEN int sym_rnglist(const struct sym_rng_ctx *c, bool is_index, uint64_t val,
+			  void (*cb)(void *arg, uint64_t lo, uint64_t hi), void *arg);
+BK_HIDDEN int sym_ranges4(const struct sym_rng_ctx *c, uint64_t off,
+			  void (*cb)(void *arg, uint64_t lo, uint64_t hi), void *arg);
+
+/* 0 when every table header of a .debug_rnglists / .debug_loclists section
+ * passes the checks libdwarf 20210528 makes (see sym_guard.c), else
+ * BK_E_CORRUPT: then libdwarf must not see the file. */
+BK_HIDDEN int sym_check_lists(const uint8_t *sec, size_t len);
 
 #endif

@@ -84,6 +84,17 @@ static Elf_Scn *find_scn(struct sym_elf *e, const char *name, bool *gnu_z)
 	return zscn;
 }
 
+bool sym_elf_has(struct sym_elf *e, const char *name, bool *compressed)
+{
+	bool gnu_z;
+	Elf_Scn *scn = find_scn(e, name, &gnu_z);
+	GElf_Shdr sh;
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || sh.sh_size == 0)
+		return false;
+	*compressed = gnu_z || (sh.sh_flags & SHF_COMPRESSED);
+	return true;
+}
+
 bool sym_elf_section(struct sym_elf *e, const char *name, const uint8_t **data, size_t *len,
 		     bool *compressed)
 {

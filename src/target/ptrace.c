@@ -103,18 +103,6 @@ static void ptrace_close(struct tgt *t)
 
 static const struct tgt_ops ptrace_ops = { ptrace_read, ptrace_close };
 
-/* x86-64 user_regs_struct to DWARF numbering (SysV AMD64 ABI figure 3.36). */
-static void regs_from_x86_64(const struct user_regs_struct *u, struct bk_regs *r)
-{
-	memset(r, 0, sizeof(*r));
-	const uint64_t v[17] = { u->rax, u->rdx, u->rcx, u->rbx, u->rsi, u->rdi, u->rbp, u->rsp,
-				 u->r8, u->r9, u->r10, u->r11, u->r12, u->r13, u->r14, u->r15,
-				 u->rip };
-	for (unsigned i = 0; i < 17; i++)
-		bk_regs_set(r, i, v[i]);
-	bk_regs_set(r, 49, u->eflags);
-}
-
 static int read_thread_regs(struct tgt_thread *th)
 {
 #if defined(__x86_64__)
@@ -122,7 +110,10 @@ static int read_thread_regs(struct tgt_thread *th)
 	struct iovec iov = { &u, sizeof(u) };
 	if (ptrace(PTRACE_GETREGSET, th->tid, (void *)NT_PRSTATUS, &iov) != 0)
 		return BK_E_IO;
-	regs_from_x86_64(&u, &th->regs);
+	_Static_assert(sizeof(u) == TGT_X86_64_USER_REGS * sizeof(uint64_t), "user_regs_struct");
+	uint64_t words[TGT_X86_64_USER_REGS];
+	memcpy(words, &u, sizeof(words));
+	tgt_regs_x86_64(words, &th->regs);
 	return 0;
 #else
 	(void)th;
@@ -281,6 +272,7 @@ void tgt_close(struct tgt *t)
 		return;
 	t->ops->close(t);
 	tgt_free_maps(t);
+	base_free(t->map_check);
 	base_free(t->threads);
 	base_free(t);
 }

@@ -17,7 +17,7 @@
 
 struct tgt_thread {
 	int tid;
-	char name[16];          /* /proc/PID/task/TID/comm, NUL-terminated */
+	char name[16];          /* comm (a core: the process's), NUL-terminated */
 	int err;                /* 0, or why its registers could not be read */
 	struct bk_regs regs;
 };
@@ -29,16 +29,26 @@ struct tgt_mapping {
 	const char *path;       /* "" for anonymous; "[vdso]", "[stack]" … */
 };
 
+/* What a target knows about the file named by a mapping: whether it is the
+ * file that was mapped, judged by comparing its GNU build-id with the one in
+ * the target's own memory (the ELF header page a core keeps). */
+enum tgt_file_check {
+	TGT_FILE_UNCHECKED = 0, /* no verdict: use the file if it opens */
+	TGT_FILE_MATCHES,       /* build-ids equal */
+	TGT_FILE_DIFFERS,       /* another file now: do not use it */
+};
+
 struct tgt_ops;
 
 struct tgt {
 	const struct tgt_ops *ops;
 	const struct arch_info *arch;
-	int pid;
+	int pid;                /* the live process; 0 when there is none (a core) */
 	struct tgt_thread *threads;
 	size_t nthreads;
 	struct tgt_mapping *maps;
 	size_t nmaps;
+	uint8_t *map_check;     /* per maps[] entry an enum tgt_file_check, or NULL */
 	void *priv;
 };
 
@@ -52,6 +62,26 @@ struct tgt_ops {
  * (no such process), BK_E_IO (permission denied or the process vanished),
  * BK_E_UNSUPPORTED (an architecture other than the host's). */
 BK_HIDDEN int tgt_ptrace_attach(int pid, struct tgt **out);
+
+/* Open the ELF core file CORE_PATH (x86-64, little-endian ELF64): one
+ * thread per NT_PRSTATUS note (registers from pr_reg; name from NT_PRPSINFO's
+ * pr_fname, the only one a core keeps), the mappings from NT_FILE plus the
+ * other PT_LOAD segments (the vDSO named from NT_AUXV), memory from the
+ * dumped bytes, else from the mapped file. EXE_PATH (may be NULL) replaces
+ * the path of the main executable (the file mapped at AT_ENTRY). Files whose
+ * build-id differs from the core's are marked TGT_FILE_DIFFERS and never
+ * read. Errors: BK_E_IO (cannot open or read; a directory), BK_E_NOT_ELF,
+ * BK_E_UNSUPPORTED (an ELF that is not a core, or a core of another machine,
+ * class or byte order), BK_E_CORRUPT (headers or notes cut or malformed),
+ * BK_E_NOMEM. A thread whose NT_PRSTATUS is too short has err set. */
+BK_HIDDEN int tgt_core_open(const char *core_path, const char *exe_path, struct tgt **out);
+
+/* The x86-64 general registers as struct user_regs_struct lays them out
+ * (also pr_reg of NT_PRSTATUS): 27 words, r15 first. */
+#define TGT_X86_64_USER_REGS 27
+/* Convert them to DWARF numbering (rax..r15, rip, rflags); one copy shared by
+ * the ptrace and core targets. Host-independent. */
+BK_HIDDEN void tgt_regs_x86_64(const uint64_t user_regs[TGT_X86_64_USER_REGS], struct bk_regs *out);
 
 /* Read target memory: 0 or BK_E_MEMORY. Shaped as bk_target_ops.read_mem. */
 BK_HIDDEN int tgt_read_mem(void *t, uint64_t addr, void *dst, size_t len);

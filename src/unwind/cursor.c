@@ -7,7 +7,9 @@
  *      no CFI); every register comes from the saved ucontext;
  *   2. CFI: the row in force at the lookup PC (.eh_frame, then .debug_frame
  *      of the file, then of its separate debug file);
- *   3. frame pointer: where no CFI covers the PC.
+ *   3. frame pointer: where no CFI covers the PC, and for an interrupted
+ *      frame whose frame pointer leads nowhere plausible, a bounded scan of
+ *      the stack for a return address.
  * What was decided for a lookup PC is cached (struct uw_crow), so a second
  * walk over the same code reads a few stack slots and nothing else.
  *
@@ -132,7 +134,7 @@ const char *bk_how_name(enum bk_frame_how how)
 {
 	static const char *const names[] = {
 		[BK_HOW_INITIAL] = "initial", [BK_HOW_CFI] = "cfi", [BK_HOW_SIGNAL] = "signal",
-		[BK_HOW_FP] = "fp", [BK_HOW_USER] = "user",
+		[BK_HOW_FP] = "fp", [BK_HOW_USER] = "user", [BK_HOW_SCAN] = "scan",
 	};
 	return (unsigned)how < BK_ARRAY_LEN(names) && names[how] ? names[how] : "?";
 }
@@ -481,25 +483,113 @@ static int step_cfi(struct uw_cursor *c, const struct uw_crow *crow, const struc
 	return 1;
 }
 
-/* ---- Frame pointer -------------------------------------------------------- */
+/* ---- Without CFI: frame pointers, then a scan ------------------------------ */
 
-/* x86-64: rbp chain. At a function's first instruction (push %rbp, maybe
- * after endbr64) the return address is at [rsp]; right after the push it is
- * at [rsp+8] with the caller's rbp at [rsp]; elsewhere the frame record is
- * at rbp: saved rbp at [rbp], return address at [rbp+8]. Only the innermost
- * frame or one interrupted by a signal can be in a prologue. AArch64: the
- * frame record {x29, x30} is at x29. */
-static int step_fp(struct uw_cursor *c)
+/* True when the instruction ending right before RA is a call: x86-64
+ * `call rel32` (e8) or `call r/m64` (ff /2 with any ModRM/SIB/displacement
+ * form, optionally after a REX prefix); AArch64 BL, BLR and the
+ * pointer-authenticating BLRA* forms. */
+static bool follows_call(struct bk_space *s, uint64_t ra)
+{
+	if (s->arch->arch == BK_ARCH_AARCH64) {
+		uint32_t insn;
+		if (ra < 4 || s->ops.read_mem(s->ctx, ra - 4, &insn, 4) != 0)
+			return false;
+		return (insn & 0xfc000000u) == 0x94000000u ||  /* BL */
+		       (insn & 0xfffffc1fu) == 0xd63f0000u ||  /* BLR */
+		       (insn & 0xfefff800u) == 0xd63f0800u;    /* BLRAA/BLRAB(Z) */
+	}
+	uint8_t code[8];
+	if (ra < sizeof(code) || s->ops.read_mem(s->ctx, ra - sizeof(code), code, sizeof(code)) != 0)
+		return false;
+	const uint8_t *end = code + sizeof(code);
+	if (end[-5] == 0xe8)
+		return true;
+	for (unsigned k = 2; k <= 7; k++) {
+		const uint8_t *p = end - k;
+		if (p[0] != 0xff || ((p[1] >> 3) & 7) != 2)
+			continue;
+		unsigned mod = p[1] >> 6, rm = p[1] & 7, len = 2;
+		if (mod != 3 && rm == 4) {
+			len++; /* SIB */
+			if (mod == 0 && (p[2] & 7) == 5)
+				len += 4;
+		}
+		if (mod == 1)
+			len += 1;
+		else if (mod == 2 || (mod == 0 && rm == 5))
+			len += 4;
+		if (len == k)
+			return true;
+	}
+	return false;
+}
+
+/* A value that could be a return address: inside a known module, right
+ * after a call. */
+static bool plausible_ra(struct bk_space *s, uint64_t ra)
+{
+	if (ra == 0)
+		return false;
+	if (s->local) {
+		struct uw_module tmp;
+		struct cfi_table tmp_table;
+		uint64_t tag;
+		if (!uw_local_find(s, ra - 1, &tmp, &tmp_table, &tag))
+			return false;
+	} else if (!uw_space_find(s, ra - 1)) {
+		return false;
+	}
+	return follows_call(s, ra);
+}
+
+/* Make the caller frame: CFA, return address, and optionally the saved
+ * frame pointer; callee-saved registers are assumed untouched (nothing says
+ * otherwise without CFI). */
+static int finish_fallback(struct uw_cursor *c, uint64_t cfa, uint64_t ra, bool fp_saved,
+			   uint64_t fp, uint8_t how)
+{
+	const struct arch_info *a = c->space->arch;
+	unsigned sps = arch_slot(a, a->sp_reg), fps = arch_slot(a, a->fp_reg), pcs = pc_slot(a);
+	if (c->depth > 0 && c->how != BK_HOW_SIGNAL && cfa <= c->cfa)
+		return BK_E_LOOP;
+	uint64_t valid = a->callee_saved_slots & c->valid;
+	if (fp_saved) {
+		c->regs[fps] = fp;
+		valid |= SLOT_BIT(fps);
+	}
+	c->regs[sps] = cfa;
+	c->regs[pcs] = a->arch == BK_ARCH_AARCH64 ? strip_pac(ra) : ra;
+	valid |= SLOT_BIT(sps) | SLOT_BIT(pcs);
+	c->valid = valid;
+	c->cfa = cfa;
+	c->how = how;
+	c->at_pc = 0;
+	return 1;
+}
+
+#define SCAN_WORDS 64
+
+/* No CFI covers the PC. x86-64 at a function's first instruction (push %rbp,
+ * maybe after endbr64): the return address is at [rsp]; right after the
+ * push, at [rsp+8] with the caller's rbp at [rsp]. Otherwise the frame
+ * record is at the frame pointer: saved fp at [fp], return address at
+ * [fp+8] (x86-64 rbp; AArch64 x29, whose record holds x29 and x30).
+ *
+ * A frame that was interrupted (the innermost, or one after a signal frame)
+ * may be in code that keeps no frame pointer at all (_init, PLT stubs,
+ * assembly): there the chain is used only if its return address is
+ * plausible, and otherwise the stack is scanned upward from SP, at most
+ * SCAN_WORDS words, for the first plausible return address (BK_HOW_SCAN). */
+static int step_nocfi(struct uw_cursor *c)
 {
 	struct bk_space *s = c->space;
 	const struct arch_info *a = s->arch;
 	unsigned sps = arch_slot(a, a->sp_reg), fps = arch_slot(a, a->fp_reg), pcs = pc_slot(a);
-	uint64_t sp = c->regs[sps], pc = c->regs[pcs];
-	uint64_t cfa, ra, fp;
-	bool fp_saved;
+	uint64_t sp = c->regs[sps], pc = c->regs[pcs], w = a->addr_size;
+	uint64_t ra, fp;
 	int err;
 
-	uint64_t frame = c->regs[fps];
 	if (a->arch == BK_ARCH_X86_64 && c->at_pc) {
 		uint8_t code[5] = { 0 };
 		uint8_t before = 0;
@@ -511,52 +601,39 @@ static int step_fp(struct uw_cursor *c)
 		bool after_push = before == 0x55 && code[0] == 0x48 && code[1] == 0x89 &&
 				  code[2] == 0xe5;
 		if (entry) {
-			cfa = sp + 8;
-			fp_saved = false;
-			goto have_cfa;
+			if ((err = read_word(s, sp, &ra)))
+				return err;
+			return finish_fallback(c, sp + 8, ra, false, 0, BK_HOW_FP);
 		}
 		if (after_push) {
-			cfa = sp + 16;
-			fp_saved = true;
-			if ((err = read_word(s, sp, &fp)))
+			if ((err = read_word(s, sp, &fp)) || (err = read_word(s, sp + 8, &ra)))
 				return err;
-			goto have_cfa;
+			return finish_fallback(c, sp + 16, ra, true, fp, BK_HOW_FP);
 		}
 	}
-	if (!(c->valid & SLOT_BIT(fps)))
-		return BK_E_NO_UNWIND;
-	if (frame == 0)
-		return 0; /* the end of the frame-pointer chain (_start clears it) */
-	if (frame % a->addr_size || frame < sp)
-		return BK_E_NO_UNWIND;
-	cfa = frame + 2 * a->addr_size;
-	fp_saved = true;
-	if ((err = read_word(s, frame, &fp)))
-		return err;
-have_cfa:
-	if ((err = read_word(s, cfa - a->addr_size, &ra)))
-		return err;
-	if (c->depth > 0 && c->how != BK_HOW_SIGNAL && cfa <= c->cfa)
-		return BK_E_LOOP;
-	uint64_t keep = a->callee_saved_slots & c->valid;
-	uint64_t regs[ARCH_MAX_SLOTS] = { 0 };
-	for (unsigned i = 0; i < a->nslots; i++)
-		if (keep & SLOT_BIT(i))
-			regs[i] = c->regs[i];
-	uint64_t valid = keep;
-	if (fp_saved) {
-		regs[fps] = fp;
-		valid |= SLOT_BIT(fps);
+
+	uint64_t frame = c->regs[fps];
+	bool chain = (c->valid & SLOT_BIT(fps)) && frame && frame % w == 0 && frame >= sp &&
+		     read_word(s, frame, &fp) == 0 && read_word(s, frame + w, &ra) == 0;
+	if (!c->at_pc) {
+		if (!(c->valid & SLOT_BIT(fps)) || frame == 0)
+			return 0; /* the end of the frame-pointer chain (_start clears it) */
+		if (!chain)
+			return BK_E_NO_UNWIND;
+		return finish_fallback(c, frame + 2 * w, ra, true, fp, BK_HOW_FP);
 	}
-	regs[sps] = cfa;
-	regs[pcs] = a->arch == BK_ARCH_AARCH64 ? strip_pac(ra) : ra;
-	valid |= SLOT_BIT(sps) | SLOT_BIT(pcs);
-	c->cfa = cfa;
-	memcpy(c->regs, regs, sizeof(regs));
-	c->valid = valid;
-	c->how = BK_HOW_FP;
-	c->at_pc = 0;
-	return 1;
+	if (chain && plausible_ra(s, ra))
+		return finish_fallback(c, frame + 2 * w, ra, true, fp, BK_HOW_FP);
+	for (unsigned i = 0; i < SCAN_WORDS; i++) {
+		uint64_t slot = sp + i * w, v;
+		if (read_word(s, slot, &v))
+			break;
+		if (plausible_ra(s, v))
+			return finish_fallback(c, slot + w, v, false, 0, BK_HOW_SCAN);
+	}
+	if ((c->valid & SLOT_BIT(fps)) && frame == 0)
+		return 0;
+	return BK_E_NO_UNWIND;
 }
 
 /* ---- Step ----------------------------------------------------------------- */
@@ -611,7 +688,7 @@ static int step(struct uw_cursor *c)
 	case UW_KIND_CFI_SLOW:
 		return step_cfi(c, &crow, &t->sec, &cie, &row);
 	}
-	return step_fp(c);
+	return step_nocfi(c);
 }
 
 int bk_cursor_step(struct bk_cursor *bc)

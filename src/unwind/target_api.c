@@ -1,24 +1,63 @@
 /* struct bk_target: a target from src/target (threads, registers, memory,
  * mappings) composed with an address space whose modules come from the
- * target's memory map. Cold throughout.
+ * target's memory map. Cold throughout. One composition for a live process
+ * (bk_target_attach) and a core file (bk_target_open_core).
  *
  * Modules from a map: consecutive mappings of one file make one module,
  * from its first mapping's start to its last one's end; the file's lowest
  * PT_LOAD sits at (first start - first offset). The file is opened by path,
- * or through /proc/PID/map_files when the path is gone (deleted, another
- * mount namespace). The vDSO has no file: its image is read from the
- * target's memory. Only modules with an executable mapping are kept.
+ * or, for a live process, through /proc/PID/map_files when the path is gone
+ * (deleted, another mount namespace). A file the target marks as not the
+ * one that was mapped (a core whose build-id differs) is not opened. The
+ * vDSO has no file: its image is read from the target's memory. Only
+ * modules with an executable mapping are kept; a module whose file cannot
+ * be used is kept by name, and the reason becomes one of the target's
+ * problem lines.
  */
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "unwind.h"
 
 #include "../target/target.h"
 
+#define MAX_PROBLEMS 1000
+
 struct bk_target {
 	struct tgt *tgt;
 	struct bk_space *space;
+	char **problems;
+	size_t nproblems;
 };
+
+/* Record one problem line (advisory: dropped when out of memory, repeated
+ * lines kept once). */
+__attribute__((format(printf, 2, 3)))
+static void add_problem(struct bk_target *bt, const char *fmt, ...)
+{
+	char line[4096 + 128];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	for (size_t i = 0; i < bt->nproblems; i++)
+		if (strcmp(bt->problems[i], line) == 0)
+			return;
+	if (bt->nproblems >= MAX_PROBLEMS)
+		return;
+	void *a = base_realloc(bt->problems, (bt->nproblems + 1) * sizeof(*bt->problems));
+	if (!a)
+		return;
+	bt->problems = a;
+	size_t n = strlen(line) + 1;
+	char *d = base_alloc(n);
+	if (!d)
+		return;
+	memcpy(d, line, n);
+	bt->problems[bt->nproblems++] = d;
+}
 
 static struct bk_elf *open_image_from_memory(struct tgt *t, uint64_t start, uint64_t end)
 {
@@ -33,22 +72,39 @@ static struct bk_elf *open_image_from_memory(struct tgt *t, uint64_t start, uint
 	return elf;
 }
 
-static struct bk_elf *open_mapped_file(struct tgt *t, const struct tgt_mapping *m)
+static struct bk_elf *open_mapped_file(struct tgt *t, const struct tgt_mapping *m, int *err)
 {
 	struct bk_elf *elf = NULL;
-	if (bk_elf_open(m->path, &elf) == 0)
+	*err = bk_elf_open(m->path, &elf);
+	if (*err == 0)
 		return elf;
-	char alt[96];
-	snprintf(alt, sizeof(alt), "/proc/%d/map_files/%llx-%llx", t->pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	if (bk_elf_open(alt, &elf) == 0)
-		return elf;
+	if (t->pid > 0) {
+		char alt[96];
+		snprintf(alt, sizeof(alt), "/proc/%d/map_files/%llx-%llx", t->pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		if (bk_elf_open(alt, &elf) == 0)
+			return elf;
+	}
 	return NULL;
 }
 
-/* Group the map into modules and add them to S. */
-static int add_modules(struct bk_space *s, struct tgt *t)
+/* Why PATH could not be used (ERR from the loader). */
+static void file_problem(struct bk_target *bt, const char *path, int err)
 {
+	struct stat st;
+	if (stat(path, &st) != 0)
+		add_problem(bt, "%s: %s", path, errno == ENOENT ? "file not found" : strerror(errno));
+	else if (err == BK_E_IO)
+		add_problem(bt, "%s: cannot read file", path);
+	else
+		add_problem(bt, "%s: cannot be used: %s", path, bk_strerror(err));
+}
+
+/* Group the map into modules and add them to the space. */
+static int add_modules(struct bk_target *bt)
+{
+	struct bk_space *s = bt->space;
+	struct tgt *t = bt->tgt;
 	size_t i = 0;
 	while (i < t->nmaps) {
 		const struct tgt_mapping *first = &t->maps[i];
@@ -59,11 +115,19 @@ static int add_modules(struct bk_space *s, struct tgt *t)
 			j++;
 		}
 		const struct tgt_mapping *last = &t->maps[j - 1];
-		bool is_file = first->path[0] == '/';
+		/* A path ("/usr/lib/...", or a core's EXE as the user gave it), not
+		 * "[vdso]", "[stack]" or anonymous. */
+		bool is_file = first->path[0] && first->path[0] != '[';
 		bool is_vdso = strcmp(first->path, "[vdso]") == 0;
 		if (exec && (is_file || is_vdso)) {
-			struct bk_elf *elf = is_vdso ? open_image_from_memory(t, first->start, last->end)
-						     : open_mapped_file(t, first);
+			struct bk_elf *elf = NULL;
+			int oerr = 0;
+			if (is_vdso)
+				elf = open_image_from_memory(t, first->start, last->end);
+			else if (t->map_check && t->map_check[i] == TGT_FILE_DIFFERS)
+				add_problem(bt, "%s: build-id differs from the core's; not used", first->path);
+			else if (!(elf = open_mapped_file(t, first, &oerr)))
+				file_problem(bt, first->path, oerr);
 			/* A file mapped from offset 0 has its ELF header there. */
 			uint64_t base = first->start - first->offset;
 			int err = uw_space_add(s, first->start, last->end, base, first->path, elf);
@@ -75,6 +139,16 @@ static int add_modules(struct bk_space *s, struct tgt *t)
 	return 0;
 }
 
+/* The space over BT->tgt and its modules. */
+static int compose(struct bk_target *bt)
+{
+	static const struct bk_target_ops ops = { sizeof(ops), tgt_read_mem };
+	int err = bk_space_create(bt->tgt->arch->arch, &ops, bt->tgt, &bt->space);
+	if (!err)
+		err = add_modules(bt);
+	return err;
+}
+
 int bk_target_attach(int pid, struct bk_target **out)
 {
 	if (!out)
@@ -83,12 +157,27 @@ int bk_target_attach(int pid, struct bk_target **out)
 	if (!bt)
 		return BK_E_NOMEM;
 	int err = tgt_ptrace_attach(pid, &bt->tgt);
-	if (!err) {
-		static const struct bk_target_ops ops = { sizeof(ops), tgt_read_mem };
-		err = bk_space_create(bt->tgt->arch->arch, &ops, bt->tgt, &bt->space);
-	}
 	if (!err)
-		err = add_modules(bt->space, bt->tgt);
+		err = compose(bt);
+	if (err) {
+		bk_target_close(bt);
+		return err;
+	}
+	*out = bt;
+	return 0;
+}
+
+int bk_target_open_core(const char *core, const char *exe, struct bk_target **out)
+{
+	if (!out || !core)
+		return BK_E_INVAL;
+	*out = NULL;
+	struct bk_target *bt = base_calloc(1, sizeof(*bt));
+	if (!bt)
+		return BK_E_NOMEM;
+	int err = tgt_core_open(core, exe, &bt->tgt);
+	if (!err)
+		err = compose(bt);
 	if (err) {
 		bk_target_close(bt);
 		return err;
@@ -103,6 +192,9 @@ void bk_target_close(struct bk_target *bt)
 		return;
 	bk_space_destroy(bt->space);
 	tgt_close(bt->tgt);
+	for (size_t i = 0; i < bt->nproblems; i++)
+		base_free(bt->problems[i]);
+	base_free(bt->problems);
 	base_free(bt);
 }
 
@@ -130,4 +222,14 @@ int bk_target_thread(const struct bk_target *bt, size_t i, struct bk_thread_info
 	if (regs)
 		*regs = th->regs;
 	return th->err;
+}
+
+size_t bk_target_nproblems(const struct bk_target *bt)
+{
+	return bt->nproblems;
+}
+
+const char *bk_target_problem(const struct bk_target *bt, size_t i)
+{
+	return i < bt->nproblems ? bt->problems[i] : NULL;
 }

@@ -1,0 +1,946 @@
+/* The core-file target: an x86-64 ELF ET_CORE written by the kernel or by
+ * gdb's gcore, read through a private read-only mapping of the file.
+ *
+ * Threads: one per NT_PRSTATUS note ("CORE"), in note order; registers from
+ * pr_reg (tgt_regs_x86_64, the copy the ptrace target uses too). A core
+ * keeps no per-thread name, so every thread is named after NT_PRPSINFO's
+ * pr_fname. NT_FPREGSET holds x87/SSE state, none of which bk_regs tracks
+ * on x86-64 (the SysV ABI has no callee-saved vector registers): skipped.
+ *
+ * Mappings: one per NT_FILE entry {start, end, file_ofs in pages} with its
+ * name, flags from the PT_LOAD covering it (the kernel writes one per
+ * mapping; gcore only for the ones it dumps), else from the module's own
+ * program headers (in the core's copy of its ELF header page, else in the
+ * file), else assumed r-x so the module keeps its name. Then every PT_LOAD
+ * that NT_FILE does not name, as an anonymous mapping; the one at
+ * AT_SYSINFO_EHDR (NT_AUXV) is the "[vdso]".
+ *
+ * Memory: the bytes a PT_LOAD holds in the core (p_filesz may be all of
+ * p_memsz, only the ELF header page, or 0); past them, or where no PT_LOAD
+ * covers the address (gcore writes none for untouched file mappings), the
+ * file NT_FILE names at that address, opened once and read with pread.
+ * Bytes a PT_LOAD claims but a truncated core no longer holds are
+ * unreadable: they are never guessed from the mapped file.
+ *
+ * Build-ids: for each mapped file, the GNU build-id of the copy the core
+ * holds (its ELF header page, program headers, PT_NOTE) is compared with
+ * the file's. When they differ the file is marked TGT_FILE_DIFFERS and is
+ * never read, here or above.
+ *
+ * Invariant: every offset and size read from the core is checked against
+ * the file's size before the bytes are touched; notes go through the
+ * bounded reader. A core cut anywhere gives BK_E_CORRUPT (headers or notes
+ * cut) or unreadable memory, never a fault. Trusts the caller for valid
+ * pointers. Opening is cold; core_read neither allocates nor locks.
+ */
+#include <elf.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "target.h"
+
+#define MAX_THREADS 100000
+#define MAX_OPEN_FILES 512        /* files kept open for reads; more are not read */
+#define MAX_MODULE_PHNUM 256      /* program headers of one mapped ELF image */
+#define MAX_MODULE_LOADS 32       /* PT_LOAD segments remembered per image */
+#define MAX_NOTE_SCAN (64u << 10) /* bytes of one image PT_NOTE scanned for the build-id */
+#define MAX_BUILD_ID 64
+
+/* x86-64 layouts of the core notes (kernel include/uapi/linux/elfcore.h,
+ * glibc <sys/procfs.h>), written out so any host reads them. */
+#define PRSTATUS_PID_OFF 32
+#define PRSTATUS_REG_OFF 112
+#define PRSTATUS_REG_END (PRSTATUS_REG_OFF + TGT_X86_64_USER_REGS * 8)
+#define PRPSINFO_FNAME_OFF 40
+#define PRPSINFO_FNAME_LEN 16
+#if defined(__x86_64__)
+#include <sys/procfs.h>
+_Static_assert(offsetof(struct elf_prstatus, pr_pid) == PRSTATUS_PID_OFF, "pr_pid");
+_Static_assert(offsetof(struct elf_prstatus, pr_reg) == PRSTATUS_REG_OFF, "pr_reg");
+_Static_assert(sizeof(elf_gregset_t) == TGT_X86_64_USER_REGS * 8, "elf_gregset_t");
+_Static_assert(offsetof(struct elf_prpsinfo, pr_fname) == PRPSINFO_FNAME_OFF, "pr_fname");
+#endif
+
+#define PHDR64_SIZE 56u
+#define EHDR64_SIZE 64u
+
+/* One PT_LOAD of the core: [vaddr, end) in memory; the first `dumped`
+ * bytes are in the core at file_off, of which the first `avail` are still
+ * inside the file (fewer when it was cut). */
+struct seg {
+	uint64_t vaddr, end;
+	uint64_t file_off;
+	uint64_t dumped, avail;
+	uint32_t flags;
+};
+
+struct core_priv {
+	const uint8_t *img;  /* the core, mapped */
+	size_t len;
+	struct seg *segs;    /* sorted by vaddr */
+	size_t nsegs;
+	int *map_fd;         /* per t->maps entry: its file's descriptor, or -1 */
+	int *fds;            /* every descriptor opened, for close */
+	size_t nfds;
+	uint64_t page_size;  /* from NT_FILE */
+};
+
+/* ---- Small helpers -------------------------------------------------------- */
+
+static uint64_t rd_le(const uint8_t *p, unsigned n)
+{
+	uint64_t x = 0;
+	for (unsigned i = 0; i < n; i++)
+		x |= (uint64_t)p[i] << (8 * i);
+	return x;
+}
+
+static char *str_dup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = base_alloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* ---- Notes (ELF gABI "Note Section") ---------------------------------------- */
+
+struct note {
+	uint32_t type;
+	const uint8_t *name;
+	uint32_t namesz;
+	const uint8_t *desc;
+	uint32_t descsz;
+};
+
+/* The next note of the area AREA (read through B): 0 and *N, 1 at the end
+ * (fewer bytes left than a note header), BK_E_CORRUPT when a note runs past
+ * the area. Name and desc are padded to ALIGN; the last padding may be cut. */
+static int note_next(struct buf *b, const uint8_t *area, size_t align, struct note *n)
+{
+	if (buf_left(b) < 12)
+		return 1;
+	uint32_t namesz = 0, descsz = 0;
+	buf_u32(b, &namesz);
+	buf_u32(b, &descsz);
+	buf_u32(b, &n->type);
+	n->name = b->p;
+	n->namesz = namesz;
+	if (buf_skip(b, namesz))
+		return BK_CORRUPT;
+	size_t pad = (align - (size_t)(b->p - area) % align) % align;
+	buf_skip(b, min_u64(pad, buf_left(b)));
+	n->desc = b->p;
+	n->descsz = descsz;
+	if (buf_skip(b, descsz))
+		return BK_CORRUPT;
+	pad = (align - (size_t)(b->p - area) % align) % align;
+	buf_skip(b, min_u64(pad, buf_left(b)));
+	return 0;
+}
+
+/* OWNER with its NUL (also accepted without). */
+static bool note_owner_is(const struct note *n, const char *owner)
+{
+	size_t l = strlen(owner);
+	return (n->namesz == l + 1 || n->namesz == l) && memcmp(n->name, owner, l) == 0 &&
+	       (n->namesz == l || n->name[l] == 0);
+}
+
+/* ---- Memory ----------------------------------------------------------------- */
+
+/* The PT_LOAD containing ADDR, or NULL; *NEXT is the start of the first one
+ * above ADDR (UINT64_MAX if none). */
+static const struct seg *seg_at(const struct core_priv *p, uint64_t addr, uint64_t *next)
+{
+	size_t lo = 0, hi = p->nsegs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->segs[mid].vaddr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*next = lo < p->nsegs ? p->segs[lo].vaddr : UINT64_MAX;
+	if (lo == 0 || addr >= p->segs[lo - 1].end)
+		return NULL;
+	return &p->segs[lo - 1];
+}
+
+/* The index of the mapping containing ADDR, or -1. */
+static long map_at(const struct tgt *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->nmaps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= t->maps[lo - 1].end)
+		return -1;
+	return (long)(lo - 1);
+}
+
+/* Only the bytes the core holds; no file is consulted. */
+static int read_dumped(const struct core_priv *p, uint64_t addr, void *dst, size_t len)
+{
+	uint8_t *out = dst;
+	while (len) {
+		uint64_t next;
+		const struct seg *s = seg_at(p, addr, &next);
+		if (!s || addr - s->vaddr >= s->avail)
+			return BK_E_MEMORY;
+		uint64_t off = addr - s->vaddr;
+		size_t take = (size_t)min_u64(len, s->avail - off);
+		memcpy(out, p->img + s->file_off + off, take);
+		out += take;
+		addr += take;
+		len -= take;
+	}
+	return 0;
+}
+
+/* Up to LEN bytes at ADDR from the file mapped there (not past its
+ * mapping): *GOT bytes, or BK_E_MEMORY. */
+static int read_mapped_file(const struct tgt *t, uint64_t addr, uint8_t *dst, size_t len,
+			    size_t *got)
+{
+	const struct core_priv *p = t->priv;
+	long i = map_at(t, addr);
+	if (i < 0 || p->map_fd[i] < 0)
+		return BK_E_MEMORY;
+	const struct tgt_mapping *m = &t->maps[i];
+	size_t take = (size_t)min_u64(len, m->end - addr);
+	uint64_t pos = m->offset + (addr - m->start);
+	if (pos < m->offset || pos > (uint64_t)INT64_MAX - take)
+		return BK_E_MEMORY;
+	ssize_t n = pread(p->map_fd[i], dst, take, (off_t)pos);
+	if (n < 0 || (size_t)n != take)
+		return BK_E_MEMORY;
+	*got = take;
+	return 0;
+}
+
+static int core_read(struct tgt *t, uint64_t addr, void *dst, size_t len)
+{
+	const struct core_priv *p = t->priv;
+	uint8_t *out = dst;
+	if (addr + len < addr)
+		return BK_E_MEMORY;
+	while (len) {
+		uint64_t next;
+		const struct seg *s = seg_at(p, addr, &next);
+		uint64_t off = s ? addr - s->vaddr : 0;
+		size_t take;
+		if (s && off < s->avail) {
+			take = (size_t)min_u64(len, s->avail - off);
+			memcpy(out, p->img + s->file_off + off, take);
+		} else if (s && off < s->dumped) {
+			return BK_E_MEMORY; /* the core was cut here */
+		} else {
+			uint64_t region_end = s ? s->end : next;
+			int err = read_mapped_file(t, addr, out, (size_t)min_u64(len, region_end - addr),
+						   &take);
+			if (err)
+				return err;
+		}
+		out += take;
+		addr += take;
+		len -= take;
+	}
+	return 0;
+}
+
+static void core_close(struct tgt *t)
+{
+	struct core_priv *p = t->priv;
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nfds; i++)
+		close(p->fds[i]);
+	base_free(p->fds);
+	base_free(p->map_fd);
+	base_free(p->segs);
+	if (p->img)
+		munmap((void *)p->img, p->len);
+	base_free(p);
+	t->priv = NULL;
+}
+
+static const struct tgt_ops core_ops = { core_read, core_close };
+
+/* ---- A mapped ELF image: its PT_LOADs and build-id ----------------------------- */
+
+/* Reads bytes of one image at position POS (an offset in the file, or from
+ * the image's first byte in memory). */
+struct image_reader {
+	int (*read)(const struct image_reader *r, uint64_t pos, void *dst, size_t len);
+	const struct core_priv *core; /* in memory: the core ... */
+	uint64_t base;                /* ... and where the image starts */
+	int fd;                       /* in a file */
+};
+
+static int read_image_in_core(const struct image_reader *r, uint64_t pos, void *dst, size_t len)
+{
+	if (r->base + pos < r->base)
+		return BK_E_MEMORY;
+	return read_dumped(r->core, r->base + pos, dst, len);
+}
+
+static int read_image_in_file(const struct image_reader *r, uint64_t pos, void *dst, size_t len)
+{
+	if (pos > (uint64_t)INT64_MAX)
+		return BK_E_MEMORY;
+	ssize_t n = pread(r->fd, dst, len, (off_t)pos);
+	return n >= 0 && (size_t)n == len ? 0 : BK_E_MEMORY;
+}
+
+struct image_look {
+	bool is_elf;         /* a readable little-endian ELF64 with program headers */
+	struct {
+		uint64_t off, filesz;
+		uint32_t flags;
+	} loads[MAX_MODULE_LOADS];
+	size_t nloads;
+	uint8_t build_id[MAX_BUILD_ID];
+	size_t build_id_len; /* 0: none found */
+};
+
+static void scan_build_id(const uint8_t *area, size_t len, size_t align, struct image_look *out)
+{
+	struct buf b = buf_make(area, len);
+	struct note n;
+	while (note_next(&b, area, align, &n) == 0) {
+		if (n.type == NT_GNU_BUILD_ID && note_owner_is(&n, "GNU") && n.descsz > 0 &&
+		    n.descsz <= MAX_BUILD_ID) {
+			memcpy(out->build_id, n.desc, n.descsz);
+			out->build_id_len = n.descsz;
+			return;
+		}
+	}
+}
+
+/* Look at the image R reads: IN_MEMORY, its PT_NOTE are found at p_vaddr
+ * relative to the lowest PT_LOAD (rounded down to PAGE), else at p_offset.
+ * Returns false when it cannot (not ELF, unreadable, out of memory). */
+static bool look_image(const struct image_reader *r, bool in_memory, uint64_t page,
+		       struct image_look *out)
+{
+	memset(out, 0, sizeof(*out));
+	uint8_t eh[EHDR64_SIZE];
+	if (r->read(r, 0, eh, sizeof(eh)) || memcmp(eh, ELFMAG, SELFMAG) != 0 ||
+	    eh[EI_CLASS] != ELFCLASS64 || eh[EI_DATA] != ELFDATA2LSB)
+		return false;
+	uint64_t phoff = rd_le(eh + offsetof(Elf64_Ehdr, e_phoff), 8);
+	unsigned phentsize = (unsigned)rd_le(eh + offsetof(Elf64_Ehdr, e_phentsize), 2);
+	unsigned phnum = (unsigned)rd_le(eh + offsetof(Elf64_Ehdr, e_phnum), 2);
+	if (phentsize != PHDR64_SIZE || phnum == 0 || phnum > MAX_MODULE_PHNUM)
+		return false;
+	uint8_t *ph = base_alloc((size_t)phnum * PHDR64_SIZE);
+	if (!ph)
+		return false;
+	if (r->read(r, phoff, ph, (size_t)phnum * PHDR64_SIZE)) {
+		base_free(ph);
+		return false;
+	}
+	out->is_elf = true;
+	uint64_t min_vaddr = UINT64_MAX;
+	for (unsigned i = 0; i < phnum; i++) {
+		const uint8_t *q = ph + (size_t)i * PHDR64_SIZE;
+		if (rd_le(q + offsetof(Elf64_Phdr, p_type), 4) != PT_LOAD)
+			continue;
+		uint64_t vaddr = rd_le(q + offsetof(Elf64_Phdr, p_vaddr), 8);
+		if (vaddr < min_vaddr)
+			min_vaddr = vaddr;
+		if (out->nloads < MAX_MODULE_LOADS) {
+			out->loads[out->nloads].off = rd_le(q + offsetof(Elf64_Phdr, p_offset), 8);
+			out->loads[out->nloads].filesz = rd_le(q + offsetof(Elf64_Phdr, p_filesz), 8);
+			out->loads[out->nloads].flags = (uint32_t)rd_le(q + offsetof(Elf64_Phdr, p_flags), 4);
+			out->nloads++;
+		}
+	}
+	if (min_vaddr != UINT64_MAX)
+		min_vaddr &= ~(page - 1);
+	for (unsigned i = 0; i < phnum && out->build_id_len == 0; i++) {
+		const uint8_t *q = ph + (size_t)i * PHDR64_SIZE;
+		if (rd_le(q + offsetof(Elf64_Phdr, p_type), 4) != PT_NOTE)
+			continue;
+		uint64_t pos = rd_le(q + offsetof(Elf64_Phdr, p_offset), 8);
+		if (in_memory) {
+			uint64_t vaddr = rd_le(q + offsetof(Elf64_Phdr, p_vaddr), 8);
+			if (min_vaddr == UINT64_MAX || vaddr < min_vaddr)
+				continue;
+			pos = vaddr - min_vaddr;
+		}
+		size_t len = (size_t)min_u64(rd_le(q + offsetof(Elf64_Phdr, p_filesz), 8), MAX_NOTE_SCAN);
+		size_t align = rd_le(q + offsetof(Elf64_Phdr, p_align), 8) == 8 ? 8 : 4;
+		uint8_t *area = len ? base_alloc(len) : NULL;
+		if (area && r->read(r, pos, area, len) == 0)
+			scan_build_id(area, len, align, out);
+		base_free(area);
+	}
+	base_free(ph);
+	return true;
+}
+
+/* Flags of the image's PT_LOAD that maps file offset OFF: the one whose
+ * first page is at OFF, else one whose file bytes cover OFF. */
+static bool load_flags_at(const struct image_look *l, uint64_t off, uint64_t page, uint32_t *flags)
+{
+	for (int exact = 1; exact >= 0; exact--) {
+		for (size_t i = 0; i < l->nloads; i++) {
+			uint64_t lo = l->loads[i].off & ~(page - 1);
+			uint64_t end = l->loads[i].off + l->loads[i].filesz;
+			if (end < lo)
+				end = UINT64_MAX;
+			if (l->loads[i].filesz && (exact ? off == lo : off >= lo && off < end)) {
+				*flags = l->loads[i].flags;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* ---- Parsing the core ------------------------------------------------------ */
+
+struct core_info {
+	const uint8_t *file_note; /* NT_FILE desc */
+	size_t file_note_len;
+	uint64_t entry, vdso;     /* AT_ENTRY, AT_SYSINFO_EHDR (0: unknown) */
+	char fname[PRPSINFO_FNAME_LEN];
+	const uint8_t **note_areas;
+	size_t *note_lens, *note_aligns;
+	size_t nnote_areas;
+};
+
+/* The ELF header and program header table: *PHOFF and *PHNUM. */
+static int check_header(const uint8_t *img, size_t len, uint64_t *phoff, uint64_t *phnum)
+{
+	if (len < SELFMAG || memcmp(img, ELFMAG, SELFMAG) != 0)
+		return BK_E_NOT_ELF;
+	if (len < EI_NIDENT)
+		return BK_CORRUPT;
+	if (img[EI_CLASS] != ELFCLASS64 || img[EI_DATA] != ELFDATA2LSB)
+		return BK_E_UNSUPPORTED;
+	if (len < EHDR64_SIZE)
+		return BK_CORRUPT;
+	if (rd_le(img + offsetof(Elf64_Ehdr, e_type), 2) != ET_CORE ||
+	    rd_le(img + offsetof(Elf64_Ehdr, e_machine), 2) != EM_X86_64)
+		return BK_E_UNSUPPORTED;
+	*phoff = rd_le(img + offsetof(Elf64_Ehdr, e_phoff), 8);
+	*phnum = rd_le(img + offsetof(Elf64_Ehdr, e_phnum), 2);
+	if (*phnum == PN_XNUM) {
+		/* More than 0xfffe segments: the count is sh_info of section 0. */
+		uint64_t shoff = rd_le(img + offsetof(Elf64_Ehdr, e_shoff), 8);
+		if (shoff == 0 || shoff > len || len - shoff < sizeof(Elf64_Shdr))
+			return BK_CORRUPT;
+		*phnum = rd_le(img + shoff + offsetof(Elf64_Shdr, sh_info), 4);
+	}
+	if (rd_le(img + offsetof(Elf64_Ehdr, e_phentsize), 2) != PHDR64_SIZE || *phnum == 0)
+		return BK_CORRUPT;
+	if (*phoff > len || *phnum > (len - *phoff) / PHDR64_SIZE)
+		return BK_CORRUPT; /* the table is cut */
+	return 0;
+}
+
+static int cmp_seg(const void *a, const void *b)
+{
+	const struct seg *x = a, *y = b;
+	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
+}
+
+/* PT_LOAD into p->segs (sorted), PT_NOTE areas into INFO. */
+static int read_phdrs(struct core_priv *p, uint64_t phoff, uint64_t phnum, struct core_info *info)
+{
+	size_t nload = 0, nnote = 0;
+	for (uint64_t i = 0; i < phnum; i++) {
+		uint32_t type = (uint32_t)rd_le(p->img + phoff + i * PHDR64_SIZE, 4);
+		nload += type == PT_LOAD;
+		nnote += type == PT_NOTE;
+	}
+	p->segs = nload ? base_calloc(nload, sizeof(*p->segs)) : NULL;
+	info->note_areas = nnote ? base_calloc(nnote, sizeof(*info->note_areas)) : NULL;
+	info->note_lens = nnote ? base_calloc(nnote, sizeof(size_t)) : NULL;
+	info->note_aligns = nnote ? base_calloc(nnote, sizeof(size_t)) : NULL;
+	if ((nload && !p->segs) || (nnote && (!info->note_areas || !info->note_lens || !info->note_aligns)))
+		return BK_E_NOMEM;
+	for (uint64_t i = 0; i < phnum; i++) {
+		const uint8_t *q = p->img + phoff + i * PHDR64_SIZE;
+		uint32_t type = (uint32_t)rd_le(q + offsetof(Elf64_Phdr, p_type), 4);
+		uint64_t off = rd_le(q + offsetof(Elf64_Phdr, p_offset), 8);
+		uint64_t vaddr = rd_le(q + offsetof(Elf64_Phdr, p_vaddr), 8);
+		uint64_t filesz = rd_le(q + offsetof(Elf64_Phdr, p_filesz), 8);
+		uint64_t memsz = rd_le(q + offsetof(Elf64_Phdr, p_memsz), 8);
+		if (type == PT_NOTE) {
+			if (filesz > p->len || off > p->len - filesz)
+				return BK_CORRUPT; /* the notes are cut */
+			size_t k = info->nnote_areas++;
+			info->note_areas[k] = p->img + off;
+			info->note_lens[k] = (size_t)filesz;
+			info->note_aligns[k] = rd_le(q + offsetof(Elf64_Phdr, p_align), 8) == 8 ? 8 : 4;
+		} else if (type == PT_LOAD) {
+			if (memsz == 0)
+				continue;
+			if (vaddr + memsz < vaddr || off + filesz < off)
+				return BK_CORRUPT;
+			struct seg *s = &p->segs[p->nsegs++];
+			s->vaddr = vaddr;
+			s->end = vaddr + memsz;
+			s->file_off = off;
+			s->dumped = min_u64(filesz, memsz);
+			s->avail = off >= p->len ? 0 : min_u64(s->dumped, p->len - off);
+			s->flags = (uint32_t)rd_le(q + offsetof(Elf64_Phdr, p_flags), 4);
+		}
+	}
+	if (p->nsegs > 1)
+		qsort(p->segs, p->nsegs, sizeof(*p->segs), cmp_seg);
+	return 0;
+}
+
+static int add_thread(struct tgt *t, size_t *cap, const struct note *n)
+{
+	if (t->nthreads == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		if (ncap > MAX_THREADS)
+			return BK_E_LIMIT;
+		void *a = base_realloc(t->threads, ncap * sizeof(*t->threads));
+		if (!a)
+			return BK_E_NOMEM;
+		t->threads = a;
+		*cap = ncap;
+	}
+	struct tgt_thread *th = &t->threads[t->nthreads++];
+	memset(th, 0, sizeof(*th));
+	if (n->descsz >= PRSTATUS_PID_OFF + 4)
+		th->tid = (int)rd_le(n->desc + PRSTATUS_PID_OFF, 4);
+	if (n->descsz < PRSTATUS_REG_END) {
+		th->err = BK_CORRUPT; /* the note is too short for pr_reg */
+		return 0;
+	}
+	uint64_t words[TGT_X86_64_USER_REGS];
+	for (unsigned i = 0; i < TGT_X86_64_USER_REGS; i++)
+		words[i] = rd_le(n->desc + PRSTATUS_REG_OFF + 8 * i, 8);
+	tgt_regs_x86_64(words, &th->regs);
+	return 0;
+}
+
+static int read_notes(struct tgt *t, struct core_info *info)
+{
+	size_t cap = 0;
+	for (size_t a = 0; a < info->nnote_areas; a++) {
+		const uint8_t *area = info->note_areas[a];
+		struct buf b = buf_make(area, info->note_lens[a]);
+		struct note n;
+		int rc;
+		while ((rc = note_next(&b, area, info->note_aligns[a], &n)) == 0) {
+			if (!note_owner_is(&n, "CORE"))
+				continue; /* "LINUX" (XSAVE state), "GDB" (target description) */
+			int err = 0;
+			switch (n.type) {
+			case NT_PRSTATUS:
+				err = add_thread(t, &cap, &n);
+				break;
+			case NT_PRPSINFO:
+				if (n.descsz >= PRPSINFO_FNAME_OFF + PRPSINFO_FNAME_LEN) {
+					memcpy(info->fname, n.desc + PRPSINFO_FNAME_OFF, PRPSINFO_FNAME_LEN);
+					info->fname[PRPSINFO_FNAME_LEN - 1] = 0;
+				}
+				break;
+			case NT_AUXV:
+				for (size_t i = 0; i + 16 <= n.descsz; i += 16) {
+					uint64_t type = rd_le(n.desc + i, 8), val = rd_le(n.desc + i + 8, 8);
+					if (type == AT_ENTRY)
+						info->entry = val;
+					else if (type == AT_SYSINFO_EHDR)
+						info->vdso = val;
+					else if (type == AT_NULL)
+						break;
+				}
+				break;
+			case NT_FILE:
+				if (!info->file_note) {
+					info->file_note = n.desc;
+					info->file_note_len = n.descsz;
+				}
+				break;
+			default:
+				break; /* NT_FPREGSET, NT_SIGINFO, ...: nothing the unwinder tracks */
+			}
+			if (err)
+				return err;
+		}
+		if (rc < 0)
+			return rc;
+	}
+	if (t->nthreads == 0)
+		return BK_CORRUPT; /* no NT_PRSTATUS: nothing to walk */
+	for (size_t i = 0; i < t->nthreads; i++)
+		memcpy(t->threads[i].name, info->fname, sizeof(t->threads[i].name));
+	return 0;
+}
+
+/* A mapping being built, with whether its flags are known yet. */
+struct map_build {
+	struct tgt_mapping m;
+	bool flags_known;
+};
+
+static int cmp_map_build(const void *a, const void *b)
+{
+	const struct map_build *x = a, *y = b;
+	return x->m.start < y->m.start ? -1 : x->m.start > y->m.start;
+}
+
+/* Does [LO, HI) overlap one of MB[0..N), sorted by start? (The last one
+ * starting below HI; file mappings of a sane core do not overlap.) */
+static bool overlaps(const struct map_build *mb, size_t n, uint64_t lo, uint64_t hi)
+{
+	size_t l = 0, h = n;
+	while (l < h) {
+		size_t mid = l + (h - l) / 2;
+		if (mb[mid].m.start < hi)
+			l = mid + 1;
+		else
+			h = mid;
+	}
+	return l > 0 && mb[l - 1].m.end > lo;
+}
+
+static void set_flags(struct tgt_mapping *m, uint32_t flags)
+{
+	m->r = flags & PF_R;
+	m->w = flags & PF_W;
+	m->x = flags & PF_X;
+}
+
+/* t->maps from NT_FILE (count, page size, count * {start, end, file_ofs},
+ * then count NUL-terminated names) and the PT_LOADs it does not name,
+ * sorted by start. *KNOWN_OUT: per mapping, are its flags known. */
+static int build_maps(struct tgt *t, struct core_priv *p, const struct core_info *info,
+		      bool **known_out)
+{
+	uint64_t count = 0, page = 4096;
+	struct buf b = { NULL, NULL };
+	const uint8_t *ents = NULL;
+	if (info->file_note) {
+		b = buf_make(info->file_note, info->file_note_len);
+		if (buf_u64(&b, &count) || buf_u64(&b, &page))
+			return BK_CORRUPT;
+		if (page == 0 || (page & (page - 1)) || count > buf_left(&b) / 24)
+			return BK_CORRUPT;
+		ents = b.p;
+		buf_skip(&b, count * 24);
+	}
+	p->page_size = page;
+	size_t cap = (size_t)count + p->nsegs;
+	if (cap == 0)
+		return 0;
+	struct map_build *mb = base_calloc(cap, sizeof(*mb));
+	if (!mb)
+		return BK_E_NOMEM;
+	size_t n = 0;
+	int err = 0;
+	for (uint64_t i = 0; i < count && !err; i++) {
+		const uint8_t *nul = memchr(b.p, 0, buf_left(&b));
+		if (!nul) {
+			err = BK_CORRUPT; /* a name runs past the note */
+			break;
+		}
+		const char *name = (const char *)b.p;
+		buf_skip(&b, (size_t)(nul - b.p) + 1);
+		uint64_t start = rd_le(ents + 24 * i, 8), end = rd_le(ents + 24 * i + 8, 8);
+		uint64_t pgofs = rd_le(ents + 24 * i + 16, 8);
+		if (start >= end || pgofs > UINT64_MAX / page) {
+			err = BK_CORRUPT;
+			break;
+		}
+		struct map_build *e = &mb[n];
+		e->m.start = start;
+		e->m.end = end;
+		e->m.offset = pgofs * page;
+		e->m.path = str_dup(name);
+		if (!e->m.path) {
+			err = BK_E_NOMEM;
+			break;
+		}
+		n++;
+		uint64_t next;
+		const struct seg *s = seg_at(p, start, &next);
+		if (s) {
+			set_flags(&e->m, s->flags);
+			e->flags_known = true;
+		}
+	}
+	if (!err) {
+		qsort(mb, n, sizeof(*mb), cmp_map_build);
+		size_t nfile = n;
+		for (size_t i = 0; i < p->nsegs && !err; i++) {
+			const struct seg *s = &p->segs[i];
+			if (overlaps(mb, nfile, s->vaddr, s->end))
+				continue;
+			struct map_build *e = &mb[n];
+			e->m.start = s->vaddr;
+			e->m.end = s->end;
+			set_flags(&e->m, s->flags);
+			e->flags_known = true;
+			e->m.path = str_dup(info->vdso && s->vaddr == info->vdso ? "[vdso]" : "");
+			if (!e->m.path)
+				err = BK_E_NOMEM;
+			else
+				n++;
+		}
+		qsort(mb, n, sizeof(*mb), cmp_map_build);
+	}
+	t->maps = base_calloc(n ? n : 1, sizeof(*t->maps));
+	bool *known = base_calloc(n ? n : 1, sizeof(*known));
+	if (!t->maps || !known)
+		err = err ? err : BK_E_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (err) {
+			base_free((void *)mb[i].m.path);
+			continue;
+		}
+		t->maps[i] = mb[i].m;
+		known[i] = mb[i].flags_known;
+	}
+	if (!err)
+		t->nmaps = n;
+	base_free(mb);
+	*known_out = known;
+	return err;
+}
+
+/* ---- Files of the mappings --------------------------------------------------- */
+
+static bool is_file_map(const struct tgt_mapping *m)
+{
+	return m->path[0] && m->path[0] != '[';
+}
+
+/* The main executable: the file mapped at AT_ENTRY, else the first one. */
+static const char *main_path(const struct tgt *t, uint64_t entry)
+{
+	if (entry) {
+		long i = map_at(t, entry);
+		if (i >= 0 && is_file_map(&t->maps[i]))
+			return t->maps[i].path;
+	}
+	for (size_t i = 0; i < t->nmaps; i++)
+		if (is_file_map(&t->maps[i]))
+			return t->maps[i].path;
+	return NULL;
+}
+
+static int replace_exe(struct tgt *t, uint64_t entry, const char *exe_path)
+{
+	const char *cur = main_path(t, entry);
+	if (!cur)
+		return 0; /* no NT_FILE: nothing names the executable */
+	char *old = str_dup(cur);
+	if (!old)
+		return BK_E_NOMEM;
+	int err = 0;
+	for (size_t i = 0; i < t->nmaps && !err; i++) {
+		if (strcmp(t->maps[i].path, old) != 0)
+			continue;
+		char *d = str_dup(exe_path);
+		if (!d) {
+			err = BK_E_NOMEM;
+			break;
+		}
+		base_free((void *)t->maps[i].path);
+		t->maps[i].path = d;
+	}
+	base_free(old);
+	return err;
+}
+
+static int cmp_by_path(const void *a, const void *b, void *ctx)
+{
+	const struct tgt *t = ctx;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	int c = strcmp(t->maps[x].path, t->maps[y].path);
+	return c ? c : (x > y) - (x < y);
+}
+
+/* One file, mapped by maps IDX[0..N) (ascending start): open it, compare
+ * build-ids, settle unknown flags, record the verdict. */
+static int check_file(struct tgt *t, struct core_priv *p, const size_t *idx, size_t n,
+		      const bool *known)
+{
+	const char *path = t->maps[idx[0]].path;
+	const struct tgt_mapping *hdr = NULL; /* the mapping of file offset 0 */
+	for (size_t k = 0; k < n && !hdr; k++)
+		if (t->maps[idx[k]].offset == 0)
+			hdr = &t->maps[idx[k]];
+
+	struct image_look in_core = { 0 }, in_file = { 0 };
+	if (hdr) {
+		struct image_reader r = { read_image_in_core, p, hdr->start, -1 };
+		look_image(&r, true, p->page_size, &in_core);
+	}
+	int fd = -1;
+	if (p->nfds < MAX_OPEN_FILES) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd >= 0) {
+		struct image_reader r = { read_image_in_file, NULL, 0, fd };
+		look_image(&r, false, p->page_size, &in_file);
+	}
+	uint8_t verdict = TGT_FILE_UNCHECKED;
+	if (in_core.build_id_len && fd >= 0)
+		verdict = in_file.build_id_len == in_core.build_id_len &&
+				  memcmp(in_file.build_id, in_core.build_id, in_core.build_id_len) == 0
+			  ? TGT_FILE_MATCHES
+			  : TGT_FILE_DIFFERS;
+	if (verdict == TGT_FILE_DIFFERS) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd >= 0)
+		p->fds[p->nfds++] = fd;
+
+	for (size_t k = 0; k < n; k++) {
+		struct tgt_mapping *m = &t->maps[idx[k]];
+		p->map_fd[idx[k]] = fd;
+		t->map_check[idx[k]] = verdict;
+		if (known[idx[k]])
+			continue;
+		uint32_t flags;
+		if (in_core.is_elf && load_flags_at(&in_core, m->offset, p->page_size, &flags))
+			set_flags(m, flags);
+		else if (fd >= 0 && in_file.is_elf && load_flags_at(&in_file, m->offset, p->page_size, &flags))
+			set_flags(m, flags);
+		else if (fd >= 0 && !in_file.is_elf && !in_core.is_elf)
+			set_flags(m, PF_R); /* a data file (locale archive, font) */
+		else
+			set_flags(m, PF_R | PF_X); /* unknown: keep it as a module, by name */
+	}
+	return 0;
+}
+
+static int check_files(struct tgt *t, struct core_priv *p, const bool *known)
+{
+	size_t n = t->nmaps;
+	p->map_fd = base_alloc((n ? n : 1) * sizeof(int));
+	t->map_check = base_calloc(n ? n : 1, 1);
+	p->fds = base_alloc(MAX_OPEN_FILES * sizeof(int));
+	size_t *idx = base_alloc((n ? n : 1) * sizeof(size_t));
+	if (!p->map_fd || !t->map_check || !p->fds || !idx) {
+		base_free(idx);
+		return BK_E_NOMEM;
+	}
+	size_t nidx = 0;
+	for (size_t i = 0; i < n; i++) {
+		p->map_fd[i] = -1;
+		if (is_file_map(&t->maps[i]))
+			idx[nidx++] = i;
+	}
+	/* Group by path; within a group the indexes stay ascending (by start). */
+	qsort_r(idx, nidx, sizeof(*idx), cmp_by_path, t);
+	int err = 0;
+	for (size_t g = 0; g < nidx && !err;) {
+		size_t e = g + 1;
+		while (e < nidx && strcmp(t->maps[idx[e]].path, t->maps[idx[g]].path) == 0)
+			e++;
+		err = check_file(t, p, idx + g, e - g, known);
+		g = e;
+	}
+	base_free(idx);
+	return err;
+}
+
+/* ---- Open ---------------------------------------------------------------------- */
+
+static int parse(struct tgt *t, struct core_priv *p, const char *exe_path)
+{
+	uint64_t phoff, phnum;
+	int err = check_header(p->img, p->len, &phoff, &phnum);
+	if (err)
+		return err;
+	struct core_info info;
+	memset(&info, 0, sizeof(info));
+	bool *known = NULL;
+	err = read_phdrs(p, phoff, phnum, &info);
+	if (!err)
+		err = read_notes(t, &info);
+	if (!err)
+		err = build_maps(t, p, &info, &known);
+	if (!err && exe_path)
+		err = replace_exe(t, info.entry, exe_path);
+	if (!err)
+		err = check_files(t, p, known);
+	base_free(known);
+	base_free(info.note_areas);
+	base_free(info.note_lens);
+	base_free(info.note_aligns);
+	return err;
+}
+
+int tgt_core_open(const char *core_path, const char *exe_path, struct tgt **out)
+{
+	if (!out)
+		return BK_E_INVAL;
+	*out = NULL;
+	if (!core_path)
+		return BK_E_INVAL;
+	int fd = open(core_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return BK_E_IO;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return BK_E_IO;
+	}
+	if (st.st_size <= 0) {
+		close(fd);
+		return BK_E_NOT_ELF;
+	}
+	if ((uint64_t)st.st_size > SIZE_MAX) {
+		close(fd);
+		return BK_E_LIMIT;
+	}
+	size_t len = (size_t)st.st_size;
+	void *img = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (img == MAP_FAILED)
+		return BK_E_IO;
+	struct tgt *t = base_calloc(1, sizeof(*t));
+	struct core_priv *p = t ? base_calloc(1, sizeof(*p)) : NULL;
+	if (!p) {
+		base_free(t);
+		munmap(img, len);
+		return BK_E_NOMEM;
+	}
+	p->img = img;
+	p->len = len;
+	p->page_size = 4096;
+	t->ops = &core_ops;
+	t->arch = arch_get(BK_ARCH_X86_64);
+	t->pid = 0;
+	t->priv = p;
+	int err = parse(t, p, exe_path);
+	if (err) {
+		tgt_close(t);
+		return err;
+	}
+	*out = t;
+	return 0;
+}

@@ -1,0 +1,1166 @@
+/* src/sym: names, file:line and inlined frames, checked against binutils'
+ * addr2line (an independent DWARF reader) at every instruction of every
+ * function of small programs built here with gcc and clang: DWARF 4 and 5,
+ * C and C++, compressed debug sections, a separate debug file found through
+ * .gnu_debuglink or named explicitly; plus .dynsym-only names, the demangler,
+ * open errors, hostile DWARF and allocation failures.
+ *
+ * A tool that is missing skips only the checks that need it, and says so.
+ * Where addr2line is known to be wrong (the DWARF 5 default file register,
+ * see src/sym/sym_line.c) the expected value comes from readelf instead, and
+ * each such address is counted and reported rather than compared.
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "sym/sym.h"
+
+static char tmp[64];
+
+/* ---- Helpers ---------------------------------------------------------------- */
+
+static bool run(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	char full[4300];
+	snprintf(full, sizeof(full), "cd '%s' && ( %s ) >/dev/null 2>&1", tmp, cmd);
+	return system(full) == 0;
+}
+
+/* Output of a shell command run in TMP (malloc'd, NUL-terminated), or NULL. */
+static char *capture(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	char full[8400];
+	snprintf(full, sizeof(full), "cd '%s' && ( %s ) 2>/dev/null", tmp, cmd);
+	FILE *p = popen(full, "r");
+	if (!p)
+		return NULL;
+	size_t len = 0, cap = 65536;
+	char *buf = malloc(cap);
+	size_t n;
+	while (buf && (n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (cap - len < 4096) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	int st = pclose(p);
+	if (!buf || st != 0) {
+		free(buf);
+		return NULL;
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+static char *tpath(const char *name)
+{
+	static char pool[256][160];
+	static unsigned next;
+	if (next >= BK_ARRAY_LEN(pool)) {
+		fprintf(stderr, "tpath pool exhausted\n");
+		exit(2);
+	}
+	char *b = pool[next++];
+	snprintf(b, sizeof(pool[0]), "%s/%s", tmp, name);
+	return b;
+}
+
+/* TMP/NAME in a buffer of its own, for names used over and over. */
+static const char *tpath_tmp(const char *name)
+{
+	static char b[160];
+	snprintf(b, sizeof(b), "%s/%s", tmp, name);
+	return b;
+}
+
+static bool write_file(const char *name, const char *text)
+{
+	FILE *f = fopen(tpath(name), "w");
+	if (!f)
+		return false;
+	fputs(text, f);
+	return fclose(f) == 0;
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *p = malloc(n > 0 ? (size_t)n : 1);
+	if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+		free(p);
+		p = NULL;
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return p;
+}
+
+static bool spit(const char *path, const uint8_t *p, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return false;
+	bool ok = fwrite(p, 1, len, f) == len;
+	return fclose(f) == 0 && ok;
+}
+
+static const char *nz(const char *s)
+{
+	return s ? s : "(null)";
+}
+
+/* ---- Test programs ------------------------------------------------------------ */
+
+static const char prog_inl_h[] =
+	"static inline int hdr_scale(int x)\n"
+	"{\n"
+	"\tint r = x * 5;\n"
+	"\tif (r > 1000)\n"
+	"\t\tr -= x / 3;\n"
+	"\treturn r;\n"
+	"}\n";
+
+static const char prog_c[] =
+	"#include <stdio.h>\n"
+	"#include <stdlib.h>\n"
+	"#include <string.h>\n"
+	"#include \"prog_inl.h\"\n"
+	"\n"
+	"static inline int sq(int x)\n"
+	"{\n"
+	"\treturn x * x + 1;\n"
+	"}\n"
+	"\n"
+	"static inline int twice(int x)\n"
+	"{\n"
+	"\treturn sq(x) + hdr_scale(x + 3) * 2;\n"
+	"}\n"
+	"\n"
+	"__attribute__((noinline)) int compute(int n)\n"
+	"{\n"
+	"\tint s = 0;\n"
+	"\tfor (int i = 0; i < n; i++)\n"
+	"\t\ts += twice(i) ^ (s >> 3);\n"
+	"\treturn s;\n"
+	"}\n"
+	"\n"
+	"struct node { struct node *next; int v; };\n"
+	"\n"
+	"__attribute__((noinline)) int walk(struct node *n, int k)\n"
+	"{\n"
+	"\tint acc = 0;\n"
+	"\twhile (n) {\n"
+	"\t\tif (n->v > k)\n"
+	"\t\t\tacc += sq(n->v - k);\n"
+	"\t\telse\n"
+	"\t\t\tacc -= hdr_scale(n->v);\n"
+	"\t\tn = n->next;\n"
+	"\t}\n"
+	"\treturn acc;\n"
+	"}\n"
+	"\n"
+	"__attribute__((noinline)) const char *classify(int c)\n"
+	"{\n"
+	"\tswitch (c % 7) {\n"
+	"\tcase 0: return \"zero\";\n"
+	"\tcase 1: return \"one\";\n"
+	"\tcase 2: return \"two\";\n"
+	"\tcase 3: return strlen(\"three\") > (size_t)c ? \"three\" : \"3\";\n"
+	"\tdefault: return \"many\";\n"
+	"\t}\n"
+	"}\n"
+	"\n"
+	"__attribute__((cold, noinline)) void report(const char *m, int v)\n"
+	"{\n"
+	"\tfprintf(stderr, \"%s %d\\n\", m, v);\n"
+	"}\n"
+	"\n"
+	"/* gcc moves the unlikely branch to checked.cold */\n"
+	"__attribute__((noinline)) int checked(int n)\n"
+	"{\n"
+	"\tint s = 0;\n"
+	"\tfor (int i = 0; i < n; i++) {\n"
+	"\t\tif (__builtin_expect(i * 7 == n + 1000, 0)) {\n"
+	"\t\t\treport(\"odd\", i);\n"
+	"\t\t\tabort();\n"
+	"\t\t}\n"
+	"\t\ts += i ^ n;\n"
+	"\t}\n"
+	"\treturn s;\n"
+	"}\n"
+	"\n"
+	"int main(int argc, char **argv)\n"
+	"{\n"
+	"\tint n = argc > 1 ? atoi(argv[1]) : 10;\n"
+	"\tif (__builtin_expect(n < 0, 0)) {\n"
+	"\t\tfprintf(stderr, \"negative: %d\\n\", twice(n));\n"
+	"\t\tabort();\n"
+	"\t}\n"
+	"\tstruct node b = { NULL, n }, a = { &b, n / 2 };\n"
+	"\tprintf(\"%d %d %s %d\\n\", compute(n), walk(&a, 3), classify(n), checked(n));\n"
+	"\treturn 0;\n"
+	"}\n";
+
+static const char cxx_cc[] =
+	"#include <cstdio>\n"
+	"#include <cstdlib>\n"
+	"namespace outer {\n"
+	"namespace inner {\n"
+	"template <typename T> __attribute__((noinline)) T mix(T a, T b)\n"
+	"{\n"
+	"\treturn a * 3 + b / (a | 1);\n"
+	"}\n"
+	"struct Acc {\n"
+	"\tlong v;\n"
+	"\tvoid add(long x) { v += x * x; }\n"
+	"};\n"
+	"}\n"
+	"}\n"
+	"static inline long twist(long x)\n"
+	"{\n"
+	"\treturn (x << 2) ^ (x >> 1);\n"
+	"}\n"
+	"__attribute__((noinline)) long run(int n)\n"
+	"{\n"
+	"\touter::inner::Acc a{0};\n"
+	"\tfor (int i = 0; i < n; i++)\n"
+	"\t\ta.add(twist(outer::inner::mix<long>(i, n)));\n"
+	"\treturn a.v + outer::inner::mix<int>(n, 2);\n"
+	"}\n"
+	"int main(int argc, char **argv)\n"
+	"{\n"
+	"\tstd::printf(\"%ld\\n\", run(argc > 1 ? std::atoi(argv[1]) : 7));\n"
+	"}\n";
+
+/* gcc emits the header's function first, so the header becomes file 1 of
+ * the DWARF 5 line table and its rows need no DW_LNS_set_file. */
+static const char fone_h[] = "static int helper(int x) { return x * 7; }\n";
+static const char fone_c[] =
+	"#include \"fone.h\"\n"
+	"int g(int x) { return helper(x) + 1; }\n"
+	"int main(void) { return g(3); }\n";
+
+static const char lib_c[] =
+	"int lib_add(int a, int b) { return a + b * 3; }\n"
+	"int lib_mul(int a, int b) { return a * b - 1; }\n"
+	"static int hidden(int x) { return x ^ 0x55; }\n"
+	"int lib_use(int x) { return hidden(x) + lib_add(x, 1); }\n";
+
+/* ---- Reference output: nm, objdump, addr2line ----------------------------------- */
+
+struct func {
+	uint64_t start, size;
+	char name[256];
+};
+
+/* Functions of the program's own source: sized text symbols, less the C
+ * runtime's start files (no DWARF; addr2line names their STT_FILE). */
+static size_t list_funcs(const char *bin, struct func *out, size_t max)
+{
+	char *txt = capture("nm -n -S --defined-only '%s'", bin);
+	size_t n = 0;
+	for (char *line = txt ? strtok(txt, "\n") : NULL; line && n < max; line = strtok(NULL, "\n")) {
+		unsigned long long a, s;
+		char t, name[256];
+		if (sscanf(line, "%llx %llx %c %255s", &a, &s, &t, name) != 4)
+			continue;
+		if (!strchr("TtWw", t) || s == 0)
+			continue;
+		if ((name[0] == '_' && name[1] != 'Z') || strstr(name, "register_tm_clones") ||
+		    strcmp(name, "frame_dummy") == 0)
+			continue;
+		out[n].start = a;
+		out[n].size = s;
+		snprintf(out[n].name, sizeof(out[n].name), "%s", name);
+		n++;
+	}
+	free(txt);
+	return n;
+}
+
+/* The function of FUNCS (sorted by start, as nm -n gives them) covering A. */
+static const struct func *func_at(const struct func *funcs, size_t nf, uint64_t a)
+{
+	size_t lo = 0, hi = nf;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (funcs[mid].start <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0 && lo - i <= 4;) /* a few nested/alias symbols */
+		if (a < funcs[i].start + funcs[i].size)
+			return &funcs[i];
+	return NULL;
+}
+
+/* Every instruction address objdump shows inside FUNCS. */
+static size_t list_insns(const char *bin, const struct func *funcs, size_t nf, uint64_t *out,
+			 size_t max)
+{
+	char *txt = capture("objdump -d --no-show-raw-insn '%s'", bin);
+	size_t n = 0;
+	for (char *line = txt ? strtok(txt, "\n") : NULL; line && n < max; line = strtok(NULL, "\n")) {
+		char *p = line;
+		while (*p == ' ')
+			p++;
+		char *end;
+		unsigned long long a = strtoull(p, &end, 16);
+		if (end == p || *end != ':' || p == line)
+			continue;
+		if (func_at(funcs, nf, a))
+			out[n++] = a;
+	}
+	free(txt);
+	return n;
+}
+
+#define MAX_FR 16
+
+struct a2l_frame {
+	char func[256];
+	char file[256]; /* "" for ?? */
+	unsigned line;  /* 0 for ? */
+};
+
+struct a2l {
+	uint64_t addr;
+	int n;
+	struct a2l_frame fr[MAX_FR];
+};
+
+static void parse_loc(const char *s, struct a2l_frame *fr)
+{
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", s);
+	char *d = strstr(buf, " (discriminator");
+	if (d)
+		*d = '\0';
+	char *colon = strrchr(buf, ':');
+	if (colon)
+		*colon = '\0';
+	snprintf(fr->file, sizeof(fr->file), "%s", strcmp(buf, "??") == 0 ? "" : buf);
+	fr->line = colon && isdigit((unsigned char)colon[1]) ? (unsigned)strtoul(colon + 1, NULL, 10) : 0;
+}
+
+/* TOOL (addr2line, llvm-addr2line) -a -f -i -C for ADDRS; results in OUT
+ * (same order). */
+static bool addr2line_with(const char *tool, const char *bin, const uint64_t *addrs, size_t n,
+			   struct a2l *out)
+{
+	FILE *in = fopen(tpath_tmp("addrs.txt"), "w");
+	if (!in)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		fprintf(in, "0x%" PRIx64 "\n", addrs[i]);
+	if (fclose(in) != 0)
+		return false;
+	char *txt = capture("%s -a -f -i -C -e '%s' < addrs.txt", tool, bin);
+	if (!txt)
+		return false;
+	struct a2l *cur = NULL;
+	bool want_func = true;
+	size_t got = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(txt, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "0x", 2) == 0 && want_func) {
+			if (got >= n)
+				break;
+			cur = &out[got++];
+			cur->addr = strtoull(line, NULL, 16);
+			cur->n = 0;
+			continue;
+		}
+		if (!cur)
+			continue;
+		if (want_func) {
+			if (cur->n < MAX_FR)
+				snprintf(cur->fr[cur->n].func, sizeof(cur->fr[0].func), "%s", line);
+			want_func = false;
+		} else {
+			if (cur->n < MAX_FR)
+				parse_loc(line, &cur->fr[cur->n]);
+			cur->n++;
+			want_func = true;
+		}
+	}
+	free(txt);
+	return got == n;
+}
+
+/* ---- Differential check ----------------------------------------------------------- */
+
+struct diff_stats {
+	size_t addrs, frames, inlined, same, llvm_agrees, bfd_pattern, default_file, unexplained;
+};
+static struct diff_stats total;
+static int have_llvm = -1; /* llvm-addr2line present: the referee */
+
+/* One (file, line) row of readelf's decoded line table. */
+struct row_file {
+	uint64_t addr;
+	char file[256];
+};
+
+/* Every row of BIN as readelf --debug-dump=decodedline decodes it (its own
+ * line-program decoder starts the DWARF 5 file register at 1, as the
+ * standard says). */
+static size_t readelf_rows(const char *bin, struct row_file *out, size_t max)
+{
+	char *txt = capture("readelf -W --debug-dump=decodedline '%s'", bin);
+	size_t n = 0;
+	for (char *line = txt ? strtok(txt, "\n") : NULL; line && n < max; line = strtok(NULL, "\n")) {
+		char file[256];
+		unsigned ln;
+		unsigned long long a;
+		if (sscanf(line, "%255s %u %llx", file, &ln, &a) == 3 && strchr(line, 'x')) {
+			out[n].addr = a;
+			snprintf(out[n].file, sizeof(out[n].file), "%s", file);
+			n++;
+		}
+	}
+	free(txt);
+	return n;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = p ? strrchr(p, '/') : NULL;
+	return s ? s + 1 : p;
+}
+
+static bool same_func(const char *ours, const char *theirs)
+{
+	return strcmp(theirs, "??") == 0 ? ours == NULL : ours && strcmp(ours, theirs) == 0;
+}
+
+static bool same_file(const char *ours, const char *theirs)
+{
+	return theirs[0] ? ours && strcmp(ours, theirs) == 0 : ours == NULL;
+}
+
+/* Frames, names, files, lines and inlined flags all equal. *FILE_ONLY: the
+ * only difference is the innermost frame's file. */
+static bool same_frames(const struct sym_frame *fr, int n, const struct a2l *w, bool *file_only)
+{
+	*file_only = false;
+	/* Code without DWARF: addr2line names the object through the STT_FILE
+	 * symbol before the function ("crtstuff.c:?", "cp-demangle.o:0"); we
+	 * give no file. The function must still agree. */
+	if (n == 1 && w->n == 1 && !fr[0].file && fr[0].line == 0 && w->fr[0].line == 0 &&
+	    same_func(fr[0].function, w->fr[0].func))
+		return true;
+	if (n != w->n)
+		return false;
+	bool inner_file_differs = false;
+	for (int k = 0; k < n; k++) {
+		const struct a2l_frame *x = &w->fr[k];
+		if (!same_func(fr[k].function, x->func) || fr[k].line != x->line ||
+		    fr[k].inlined != (k < n - 1))
+			return false;
+		if (!same_file(fr[k].file, x->file)) {
+			if (k != 0)
+				return false;
+			inner_file_differs = true;
+		}
+	}
+	*file_only = inner_file_differs;
+	return !inner_file_differs;
+}
+
+/* Deviations of binutils 2.40's addr2line that are known, explained and
+ * confirmed by llvm-addr2line and eu-addr2line where they can read the file:
+ *  (1) clang 14's DWARF 5 inlined calls (DW_AT_low_pc in DW_FORM_addrx,
+ *      DW_AT_ranges in DW_FORM_rnglistx) are not shown at all: addr2line
+ *      gives one frame, the real function, with the innermost file:line;
+ *  (2) at the first address of an inlined call, addr2line names the inlined
+ *      frame after its caller (so the same name appears twice in a row);
+ *  (3) of two symbols at one address, addr2line takes the local alias gcc
+ *      made (f.localalias), we the global one (f), as llvm-addr2line does. */
+static bool bfd_pattern(const struct sym_frame *fr, int n, const struct a2l *w)
+{
+	if (n == 1 && w->n == 1 && fr[0].function && !fr[0].file && !w->fr[0].line) {
+		size_t l = strlen(fr[0].function);
+		if (strncmp(w->fr[0].func, fr[0].function, l) == 0 &&
+		    strcmp(w->fr[0].func + l, ".localalias") == 0)
+			return true;
+	}
+	if (n >= 2 && w->n == 1)
+		return same_func(fr[n - 1].function, w->fr[0].func) &&
+		       same_file(fr[0].file, w->fr[0].file) && fr[0].line == w->fr[0].line;
+	if (n < 2 || n != w->n)
+		return false;
+	bool renamed = false;
+	for (int k = 0; k < n; k++) {
+		const struct a2l_frame *x = &w->fr[k];
+		if (!same_file(fr[k].file, x->file) || fr[k].line != x->line)
+			return false;
+		if (same_func(fr[k].function, x->func))
+			continue;
+		if (k == n - 1 || !fr[k].function || strcmp(x->func, w->fr[k + 1].func) != 0)
+			return false;
+		renamed = true;
+	}
+	return renamed;
+}
+
+/* Does readelf's row at A name the file we give (and not addr2line's)? */
+static bool readelf_file_agrees(const struct row_file *rows, size_t nrows, uint64_t a,
+				const char *ours, const char *theirs)
+{
+	const char *re = NULL;
+	uint64_t best = 0;
+	for (size_t r = 0; r < nrows; r++)
+		if (rows[r].addr <= a && (!re || rows[r].addr >= best)) {
+			best = rows[r].addr;
+			re = rows[r].file;
+		}
+	return re && ours && strcmp(base_name(ours), re) == 0 && strcmp(base_name(theirs), re) != 0;
+}
+
+static void print_mismatch(const struct sym_frame *fr, int n, const struct a2l *w)
+{
+	fprintf(stderr, "  sym (%d):\n", n);
+	for (int k = 0; k < n; k++)
+		fprintf(stderr, "    %s+0x%" PRIx64 " %s:%u%s\n", nz(fr[k].function), fr[k].offset,
+			nz(fr[k].file), fr[k].line, fr[k].inlined ? " (inlined)" : "");
+	fprintf(stderr, "  addr2line (%d):\n", w->n);
+	for (int k = 0; k < w->n && k < MAX_FR; k++)
+		fprintf(stderr, "    %s %s:%u\n", w->fr[k].func, w->fr[k].file, w->fr[k].line);
+}
+
+#define DIFF_CHUNK 1000
+
+/* Keep the functions addr2line gives a source line for at their first
+ * byte (code with DWARF: the sanitizer runtime and libc's start files have
+ * none). FUNCS stays sorted. */
+static size_t keep_dwarf_funcs(const char *bin, struct func *funcs, size_t nf)
+{
+	static uint64_t starts[DIFF_CHUNK];
+	static struct a2l w[DIFF_CHUNK];
+	size_t kept = 0;
+	for (size_t base = 0; base < nf; base += DIFF_CHUNK) {
+		size_t chunk = nf - base < DIFF_CHUNK ? nf - base : DIFF_CHUNK;
+		for (size_t i = 0; i < chunk; i++)
+			starts[i] = funcs[base + i].start;
+		if (!addr2line_with("addr2line", bin, starts, chunk, w))
+			return 0;
+		for (size_t i = 0; i < chunk; i++)
+			if (w[i].n >= 1 && w[i].n <= MAX_FR && w[i].fr[w[i].n - 1].line > 0)
+				funcs[kept++] = funcs[base + i];
+	}
+	return kept;
+}
+#define MAX_FUNCS 8192
+#define MAX_ADDRS 100000
+
+/* Compare sym_lookup on SYMFILE (opened with DEBUG, NULL: found or none)
+ * with addr2line on REF at every instruction of REF's own functions (at
+ * most MAX_ADDRS). Where they differ, llvm-addr2line referees when it is
+ * installed; otherwise only the known bfd deviations are accepted. */
+static void diff_file(const char *label, const char *ref, const char *symfile, const char *debug,
+		      bool dwarf_only)
+{
+	static struct func funcs[MAX_FUNCS];
+	static uint64_t addrs[MAX_ADDRS], undecided[DIFF_CHUNK];
+	static struct a2l want[DIFF_CHUNK], referee[DIFF_CHUNK];
+	static struct row_file rows[65536];
+	size_t nf = list_funcs(ref, funcs, MAX_FUNCS);
+	if (dwarf_only)
+		nf = keep_dwarf_funcs(ref, funcs, nf);
+	size_t na = list_insns(ref, funcs, nf, addrs, MAX_ADDRS);
+	CHECK(nf >= 3 && na >= 20, "%s: %zu functions, %zu instructions", label, nf, na);
+	size_t nrows = readelf_rows(ref, rows, BK_ARRAY_LEN(rows));
+	if (have_llvm < 0)
+		have_llvm = !getenv("BK_SYM_NO_LLVM") && run("llvm-addr2line --version");
+
+	struct sym_file *f = NULL;
+	int err = sym_open(symfile, debug, &f);
+	CHECK_INT(err, 0, label);
+	if (err)
+		return;
+	struct sym_stats st;
+	sym_get_stats(f, &st);
+	CHECK(st.dwarf && st.cus >= 1 && st.cus_failed == 0, "%s: dwarf %d cus %zu failed %zu",
+	      label, st.dwarf, st.cus, st.cus_failed);
+
+	struct diff_stats d = { .addrs = na };
+	size_t shown = 0;
+	const size_t show_max = getenv("BK_SYM_SHOW") ? strtoul(getenv("BK_SYM_SHOW"), NULL, 10) : 6;
+	struct sym_frame fr[MAX_FR];
+	for (size_t base = 0; base < na; base += DIFF_CHUNK) {
+		size_t chunk = na - base < DIFF_CHUNK ? na - base : DIFF_CHUNK, nund = 0;
+		if (!addr2line_with("addr2line", ref, addrs + base, chunk, want)) {
+			CHECK(0, "%s: addr2line failed", label);
+			break;
+		}
+		for (size_t i = 0; i < chunk; i++) {
+			uint64_t a = addrs[base + i];
+			const struct a2l *w = &want[i];
+			int n = sym_lookup(f, a, fr, MAX_FR);
+			d.frames += (size_t)(n > 0 ? n : 0);
+			d.inlined += (size_t)(n > 1 ? n - 1 : 0);
+
+			/* The outermost offset is from the symbol covering the
+			 * address; inlined frames have neither. */
+			const struct func *fn = func_at(funcs, nf, a);
+			bool offsets = n > 0 && fn && fr[n - 1].symbol &&
+				       fr[n - 1].offset == a - fn->start;
+			for (int k = 0; k < n - 1; k++)
+				offsets = offsets && fr[k].offset == 0 && fr[k].symbol == NULL;
+			CHECK(offsets, "%s: 0x%" PRIx64 " offsets", label, a);
+
+			bool file_only;
+			if (w->addr == a && same_frames(fr, n, w, &file_only)) {
+				d.same++;
+			} else if (w->addr == a && file_only &&
+				   readelf_file_agrees(rows, nrows, a, fr[0].file, w->fr[0].file)) {
+				d.default_file++; /* addr2line's DWARF 5 default-file bug */
+			} else if (have_llvm) {
+				undecided[nund++] = a; /* for the referee, below */
+			} else if (bfd_pattern(fr, n, w)) {
+				d.bfd_pattern++;
+			} else {
+				d.unexplained++;
+				CHECK(0, "%s: 0x%" PRIx64 " differs from addr2line", label, a);
+				if (shown++ < show_max) {
+					fprintf(stderr, "%s: 0x%" PRIx64 ":\n", label, a);
+					print_mismatch(fr, n, w);
+				}
+			}
+		}
+		/* The referee, in one batch per chunk. */
+		if (nund && !addr2line_with("llvm-addr2line", ref, undecided, nund, referee)) {
+			CHECK(0, "%s: llvm-addr2line failed", label);
+			continue;
+		}
+		for (size_t i = 0; i < nund; i++) {
+			bool file_only;
+			int n = sym_lookup(f, undecided[i], fr, MAX_FR);
+			bool ok = referee[i].addr == undecided[i] &&
+				  same_frames(fr, n, &referee[i], &file_only);
+			d.llvm_agrees += ok;
+			d.unexplained += !ok;
+			CHECK(ok, "%s: 0x%" PRIx64 " differs from addr2line and llvm-addr2line", label,
+			      undecided[i]);
+			if (!ok && shown++ < show_max) {
+				fprintf(stderr, "%s: 0x%" PRIx64 " (llvm-addr2line):\n", label,
+					undecided[i]);
+				print_mismatch(fr, n, &referee[i]);
+			}
+		}
+	}
+	printf("%-26s %4zu functions %5zu addresses %5zu frames (%4zu inlined): %5zu as addr2line; "
+	       "else %zu as llvm-addr2line, %zu known bfd deviations, %zu default-file rows; "
+	       "%zu unexplained\n",
+	       label, nf, na, d.frames, d.inlined, d.same, d.llvm_agrees, d.bfd_pattern,
+	       d.default_file, d.unexplained);
+	total.addrs += d.addrs;
+	total.frames += d.frames;
+	total.inlined += d.inlined;
+	total.same += d.same;
+	total.llvm_agrees += d.llvm_agrees;
+	total.bfd_pattern += d.bfd_pattern;
+	total.default_file += d.default_file;
+	total.unexplained += d.unexplained;
+	sym_close(f);
+}
+
+/* ---- Individual checks ----------------------------------------------------------------- */
+
+static void test_demangle(void)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "_Z3runi", "run(int)" },
+		{ "_ZN5outer5inner3mixIlEET_S2_S2_", "long outer::inner::mix<long>(long, long)" },
+		{ "_ZNK3foo3barEv", "foo::bar() const" },
+		{ "_ZN4core3fmt5write17h0123456789abcdefE", "core::fmt::write" }, /* Rust legacy */
+		{ "_RNvCs15kBYyAo9fc_7mycrate7example", "mycrate::example" },   /* Rust v0 */
+		{ "_ZN3std2io5stdio6_print17h1a2b3c4d5e6f7a8bE", "std::io::stdio::_print" },
+		{ "main", NULL },
+		{ "_Zzzz", NULL },
+		{ "_R", NULL },
+		{ "", NULL },
+	};
+	for (size_t i = 0; i < BK_ARRAY_LEN(cases); i++) {
+		char *d = sym_demangle(cases[i].in);
+		if (cases[i].out)
+			CHECK_STR(d, cases[i].out, cases[i].in);
+		else
+			CHECK(d == NULL, "%s: got %s", cases[i].in, d);
+		base_free(d);
+	}
+	CHECK(sym_demangle(NULL) == NULL, "NULL");
+	/* Too long for the stack-bounded demangler: left mangled. */
+	size_t len = SYM_MAX_MANGLED + 10;
+	char *big = malloc(len + 1);
+	memcpy(big, "_Z3fooIiE", 9);
+	memset(big + 9, 'i', len - 9);
+	big[len] = '\0';
+	CHECK(sym_demangle(big) == NULL, "over-long name");
+	free(big);
+}
+
+static void test_errors(void)
+{
+	struct sym_file *f = (struct sym_file *)1;
+	CHECK_INT(sym_open(tpath("does-not-exist"), NULL, &f), BK_E_IO, "missing file");
+	CHECK(f == NULL, "out cleared on error");
+	CHECK_INT(sym_open(tmp, NULL, &f), BK_E_IO, "directory");
+	write_file("not_elf.txt", "this is not an ELF file, just some text\n");
+	CHECK_INT(sym_open(tpath("not_elf.txt"), NULL, &f), BK_E_NOT_ELF, "text file");
+	write_file("empty", "");
+	CHECK_INT(sym_open(tpath("empty"), NULL, &f), BK_E_NOT_ELF, "empty file");
+	CHECK_INT(sym_open(NULL, NULL, &f), BK_E_INVAL, "NULL path");
+	CHECK_INT(sym_open(tpath("empty"), NULL, NULL), BK_E_INVAL, "NULL out");
+	sym_close(NULL);
+}
+
+/* A shared library stripped of .symtab and DWARF, with no debug file
+ * anywhere: names come from .dynsym alone. */
+static void test_dynsym_only(void)
+{
+	if (!run("gcc -O2 -g -shared -fPIC -o libt.so lib.c && mkdir -p nodebug && "
+		 "strip --strip-all -o nodebug/libt.so libt.so")) {
+		printf("SKIP: cannot build a stripped shared library\n");
+		return;
+	}
+	struct func funcs[16];
+	size_t nf = list_funcs(tpath("libt.so"), funcs, BK_ARRAY_LEN(funcs));
+	struct sym_file *f;
+	int err = sym_open(tpath("nodebug/libt.so"), NULL, &f);
+	CHECK_INT(err, 0, "open stripped .so");
+	if (err)
+		return;
+	struct sym_stats st;
+	sym_get_stats(f, &st);
+	CHECK_INT(st.symbol_source, 3, ".dynsym is the source");
+	CHECK(!st.dwarf && !st.used_debug_file, "no DWARF, no debug file");
+	size_t exported = 0;
+	for (size_t i = 0; i < nf; i++) {
+		bool is_export = strncmp(funcs[i].name, "lib_", 4) == 0;
+		uint64_t a = funcs[i].start + funcs[i].size / 2;
+		struct sym_frame fr[4];
+		int n = sym_lookup(f, a, fr, 4);
+		if (!is_export)
+			continue; /* hidden(): inlined or local, not in .dynsym */
+		exported++;
+		CHECK_INT(n, 1, funcs[i].name);
+		if (n == 1) {
+			CHECK_STR(fr[0].function, funcs[i].name, "dynsym name");
+			CHECK_STR(fr[0].symbol, funcs[i].name, "dynsym symbol");
+			CHECK_U64(fr[0].offset, funcs[i].size / 2, funcs[i].name);
+			CHECK(fr[0].file == NULL && fr[0].line == 0 && !fr[0].inlined, "%s: no source",
+			      funcs[i].name);
+		}
+	}
+	CHECK_INT(exported, 3, "exported functions found by nm");
+	struct sym_frame fr[2];
+	CHECK_INT(sym_lookup(f, 0, fr, 2), 0, "address 0: nothing");
+	CHECK_INT(sym_lookup(f, UINT64_MAX - 5, fr, 2), 0, "high address: nothing");
+	sym_close(f);
+}
+
+/* The DWARF 5 default file register (sym_line.c): a header function whose
+ * rows rely on file 1. readelf decodes it as the header; so must we. */
+static void test_default_file(void)
+{
+	if (!run("gcc -O0 -g -gdwarf-5 -o fone fone.c")) {
+		printf("SKIP: gcc -gdwarf-5\n");
+		return;
+	}
+	char *nm = capture("nm fone | awk '$3 == \"helper\" { print $1 }'");
+	uint64_t helper = nm ? strtoull(nm, NULL, 16) : 0;
+	free(nm);
+	CHECK(helper != 0, "helper found");
+	struct sym_file *f;
+	if (!helper || sym_open(tpath("fone"), NULL, &f) != 0)
+		return;
+	struct sym_frame fr[4];
+	int n = sym_lookup(f, helper, fr, 4);
+	CHECK_INT(n, 1, "helper frames");
+	CHECK_STR(fr[0].function, "helper", "helper name");
+	CHECK_STR(base_name(fr[0].file), "fone.h", "helper's file is the header (as readelf says)");
+	CHECK_INT(fr[0].line, 1, "helper line");
+	struct sym_stats st;
+	sym_get_stats(f, &st);
+	CHECK(st.file_fixups > 0, "rows corrected: %zu", st.file_fixups);
+	char *a2l = capture("addr2line -e fone 0x%" PRIx64, helper);
+	char *re = capture("readelf --debug-dump=decodedline fone | grep -c '^fone.h '");
+	printf("default file register: sym says %s:%u, readelf has %s fone.h rows, addr2line says %s",
+	       base_name(fr[0].file), fr[0].line, re ? strtok(re, "\n") : "?", a2l ? a2l : "?\n");
+	free(a2l);
+	free(re);
+	sym_close(f);
+}
+
+/* Stripped binary + separate debug file: found through .gnu_debuglink,
+ * and named explicitly; the answers equal the unstripped file's. */
+static void test_debug_file(bool have_gcc)
+{
+	if (!have_gcc || !run("objcopy --only-keep-debug prog_gcc5 prog_gcc5.debug && "
+			      "objcopy --strip-all --add-gnu-debuglink=prog_gcc5.debug prog_gcc5 prog_gcc5.stripped && "
+			      "mkdir -p elsewhere && cp prog_gcc5.stripped elsewhere/prog")) {
+		printf("SKIP: objcopy debug file\n");
+		return;
+	}
+	struct sym_file *f;
+	int err = sym_open(tpath("prog_gcc5.stripped"), NULL, &f);
+	CHECK_INT(err, 0, "open stripped, debuglink");
+	if (!err) {
+		struct sym_stats st;
+		sym_get_stats(f, &st);
+		CHECK(st.used_debug_file && st.symbol_source == 2 && st.dwarf,
+		      "debuglink: debug file %d, symbols from %d, dwarf %d", st.used_debug_file,
+		      st.symbol_source, st.dwarf);
+		sym_close(f);
+	}
+	diff_file("gcc dwarf5 via debuglink", tpath("prog_gcc5"), tpath("prog_gcc5.stripped"), NULL,
+		  false);
+	/* Moved away from its debug file: only the explicit path finds it. */
+	err = sym_open(tpath("elsewhere/prog"), NULL, &f);
+	CHECK_INT(err, 0, "open stripped without its debug file");
+	if (!err) {
+		struct sym_stats st;
+		sym_get_stats(f, &st);
+		/* An executable's .dynsym defines no functions: nothing at all. */
+		CHECK(!st.used_debug_file && !st.dwarf && st.symbol_source == 0,
+		      "alone: debug file %d, dwarf %d, symbols from %d", st.used_debug_file, st.dwarf,
+		      st.symbol_source);
+		struct sym_frame fr[2];
+		CHECK_INT(sym_lookup(f, st.symbols, fr, 2), 0, "stripped alone: nothing known");
+		sym_close(f);
+	}
+	diff_file("gcc dwarf5 explicit debug", tpath("prog_gcc5"), tpath("elsewhere/prog"),
+		  tpath("prog_gcc5.debug"), false);
+	CHECK_INT(sym_open(tpath("elsewhere/prog"), tpath("nope.debug"), &f), BK_E_IO,
+		  "explicit debug file missing");
+}
+
+/* A function split by gcc into f and f.cold: DWARF names both parts "f";
+ * the symbol (and the offset) say which part. */
+static void test_cold(void)
+{
+	char *nm = capture("nm -S prog_gcc5 | awk '$4 == \"checked.cold\" { print $1, $2 }'");
+	unsigned long long start = 0, size = 0;
+	if (!nm || sscanf(nm, "%llx %llx", &start, &size) != 2 || size == 0) {
+		printf("SKIP: gcc made no checked.cold\n");
+		free(nm);
+		return;
+	}
+	free(nm);
+	struct sym_file *f;
+	if (sym_open(tpath("prog_gcc5"), NULL, &f) != 0)
+		return;
+	for (uint64_t a = start; a < start + size; a++) {
+		struct sym_frame fr[MAX_FR];
+		int n = sym_lookup(f, a, fr, MAX_FR);
+		CHECK(n >= 1, "checked.cold+%" PRIu64 ": %d frames", (uint64_t)(a - start), n);
+		if (n < 1)
+			continue;
+		CHECK_STR(fr[n - 1].function, "checked", "cold part: DWARF function");
+		CHECK_STR(fr[n - 1].symbol, "checked.cold", "cold part: symbol");
+		CHECK_U64(fr[n - 1].offset, a - start, "cold part: offset from checked.cold");
+	}
+	sym_close(f);
+}
+
+/* Frames beyond MAX are cut from the outside; bad arguments. */
+static void test_lookup_args(void)
+{
+	struct sym_file *f;
+	if (sym_open(tpath("prog_gcc5"), NULL, &f) != 0)
+		return;
+	struct func funcs[64];
+	size_t nf = list_funcs(tpath("prog_gcc5"), funcs, BK_ARRAY_LEN(funcs));
+	static uint64_t addrs[4096];
+	size_t na = list_insns(tpath("prog_gcc5"), funcs, nf, addrs, BK_ARRAY_LEN(addrs));
+	struct sym_frame fr[MAX_FR], one;
+	size_t deep = 0;
+	for (size_t i = 0; i < na; i++) {
+		int n = sym_lookup(f, addrs[i], fr, MAX_FR);
+		if (n < 2)
+			continue;
+		deep++;
+		CHECK_INT(sym_lookup(f, addrs[i], &one, 1), 1, "max 1");
+		CHECK(one.function == fr[0].function && one.line == fr[0].line && one.inlined,
+		      "max 1 gives the innermost");
+	}
+	CHECK(deep > 0, "some inlined addresses in prog_gcc5");
+	CHECK_INT(sym_lookup(f, addrs[0], fr, 0), BK_E_INVAL, "max 0");
+	CHECK_INT(sym_lookup(f, addrs[0], NULL, 4), BK_E_INVAL, "NULL frames");
+	CHECK_INT(sym_lookup(NULL, addrs[0], fr, 4), BK_E_INVAL, "NULL file");
+	sym_close(f);
+}
+
+/* ---- Hostile input ----------------------------------------------------------------------- */
+
+struct shdr_info {
+	uint64_t off, size;
+};
+
+/* Section NAME of a little-endian ELF64 image (enough for our own files). */
+static bool find_section(const uint8_t *img, size_t len, const char *name, struct shdr_info *out)
+{
+	if (len < 64 || memcmp(img, "\177ELF", 4) != 0 || img[4] != 2)
+		return false;
+	uint64_t shoff;
+	uint16_t shentsize, shnum, shstrndx;
+	memcpy(&shoff, img + 0x28, 8);
+	memcpy(&shentsize, img + 0x3a, 2);
+	memcpy(&shnum, img + 0x3c, 2);
+	memcpy(&shstrndx, img + 0x3e, 2);
+	if (shentsize != 64 || shoff > len || (uint64_t)shnum * 64 > len - shoff || shstrndx >= shnum)
+		return false;
+	const uint8_t *strh = img + shoff + (uint64_t)shstrndx * 64;
+	uint64_t stroff;
+	memcpy(&stroff, strh + 0x18, 8);
+	for (unsigned i = 0; i < shnum; i++) {
+		const uint8_t *sh = img + shoff + (uint64_t)i * 64;
+		uint32_t nm;
+		uint64_t off, size;
+		memcpy(&nm, sh, 4);
+		memcpy(&off, sh + 0x18, 8);
+		memcpy(&size, sh + 0x20, 8);
+		if (stroff + nm >= len)
+			continue;
+		if (strcmp((const char *)img + stroff + nm, name) == 0 && off <= len && size <= len - off) {
+			out->off = off;
+			out->size = size;
+			return true;
+		}
+	}
+	return false;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* Damage the DWARF of SRC in many ways; sym_open and lookups must survive. */
+static void test_corrupt(const char *src, const char *label)
+{
+	size_t len;
+	uint8_t *orig = slurp(src, &len);
+	if (!orig) {
+		printf("SKIP: %s not built\n", label);
+		return;
+	}
+	static const char *secs[] = { ".debug_info", ".debug_abbrev", ".debug_line",
+				      ".debug_rnglists", ".debug_ranges", ".debug_str",
+				      ".debug_line_str", ".debug_addr", ".debug_str_offsets" };
+	struct func funcs[64];
+	size_t nf = list_funcs(src, funcs, BK_ARRAY_LEN(funcs));
+	uint8_t *img = malloc(len);
+	char *path = tpath("corrupt.bin");
+	size_t variants = 0, opened = 0, degraded = 0;
+	/* BK_SYM_CORRUPT_ROUNDS=N repeats with fresh random damage (soak runs). */
+	const char *env = getenv("BK_SYM_CORRUPT_ROUNDS");
+	long rounds = env ? strtol(env, NULL, 10) : 1;
+	for (long round = 0; round < (rounds > 0 ? rounds : 1); round++)
+	for (size_t s = 0; s < BK_ARRAY_LEN(secs); s++) {
+		struct shdr_info sh;
+		if (!find_section(orig, len, secs[s], &sh) || sh.size == 0)
+			continue;
+		for (int v = 0; v < 24; v++) {
+			memcpy(img, orig, len);
+			uint8_t *p = img + sh.off;
+			switch (v % 4) {
+			case 0: /* a few random bytes */
+				for (int k = 0; k < 1 + v / 4; k++)
+					p[rng() % sh.size] ^= (uint8_t)(1 + rng() % 255);
+				break;
+			case 1: /* the second half zeroed: truncated contents */
+				memset(p + sh.size / 2, 0, sh.size - sh.size / 2);
+				break;
+			case 2: /* a run of 0xff (huge lengths, LEB128 without end) */
+			{
+				size_t at = rng() % sh.size, n = 1 + rng() % 16;
+				for (size_t k = 0; k < n && at + k < sh.size; k++)
+					p[at + k] = 0xff;
+				break;
+			}
+			default: /* many random bytes */
+				for (size_t k = 0; k < sh.size / 16 + 1; k++)
+					p[rng() % sh.size] = (uint8_t)rng();
+				break;
+			}
+			spit(path, img, len);
+			variants++;
+			struct sym_file *f = NULL;
+			int err = sym_open(path, NULL, &f);
+			CHECK(err == 0 || err == BK_E_CORRUPT, "%s %s v%d: open %d", label, secs[s], v, err);
+			if (err)
+				continue;
+			opened++;
+			struct sym_stats st;
+			sym_get_stats(f, &st);
+			degraded += st.cus_failed > 0;
+			struct sym_frame fr[MAX_FR];
+			bool sane = true;
+			for (size_t i = 0; i < nf; i++)
+				for (uint64_t a = funcs[i].start; a < funcs[i].start + funcs[i].size; a += 3) {
+					int n = sym_lookup(f, a, fr, MAX_FR);
+					sane = sane && n >= 0 && n <= MAX_FR;
+					for (int k = 0; k < n; k++)
+						sane = sane && (k == n - 1 || fr[k].offset == 0);
+				}
+			CHECK(sane, "%s %s v%d: lookups sane", label, secs[s], v);
+			sym_close(f);
+		}
+	}
+	printf("%s: %zu damaged copies, %zu opened, %zu reported failed CUs, no crash\n", label,
+	       variants, opened, degraded);
+	CHECK(variants >= 48, "%s: damaged %zu", label, variants);
+	CHECK(opened == variants, "%s: every damaged copy opens (DWARF damage is not an error)",
+	      label);
+	free(img);
+	free(orig);
+}
+
+/* Every allocation of sym_open failing in turn: BK_E_NOMEM or success,
+ * never a crash, and (under ASan) never a leak. */
+static void test_nomem(void)
+{
+	struct sym_file *f;
+	size_t fails = 0, oks = 0;
+	const char *prog = tpath("prog_gcc5");
+	for (unsigned long n = 1; n < 4000; n += n < 300 ? 1 : 37) {
+		base_alloc_fail_after(n);
+		int err = sym_open(prog, NULL, &f);
+		base_alloc_fail_after(0);
+		CHECK(err == 0 || err == BK_E_NOMEM, "fail after %lu: %d", n, err);
+		if (err == 0) {
+			oks++;
+			sym_close(f);
+		} else {
+			fails++;
+		}
+	}
+	printf("allocation failures: %zu reported BK_E_NOMEM, %zu opened (failure past the end)\n",
+	       fails, oks);
+	CHECK(fails > 20, "allocation failures exercised: %zu", fails);
+}
+
+int main(void)
+{
+	snprintf(tmp, sizeof(tmp), "/tmp/bk_sym_XXXXXX");
+	if (!mkdtemp(tmp)) {
+		perror("mkdtemp");
+		return 2;
+	}
+	test_demangle();
+	test_errors();
+	write_file("prog_inl.h", prog_inl_h);
+	write_file("prog.c", prog_c);
+	write_file("cxx.cc", cxx_cc);
+	write_file("fone.h", fone_h);
+	write_file("fone.c", fone_c);
+	write_file("lib.c", lib_c);
+	if (!run("addr2line --version && objdump --version && nm --version")) {
+		printf("SKIP: binutils missing: no differential checks\n");
+		return check_summary();
+	}
+
+	static const struct {
+		const char *label, *cmd, *out;
+	} builds[] = {
+		{ "gcc -O2 dwarf5", "gcc -O2 -g -o prog_gcc5 prog.c", "prog_gcc5" },
+		{ "gcc -O2 dwarf4", "gcc -O2 -g -gdwarf-4 -o prog_gcc4 prog.c", "prog_gcc4" },
+		{ "clang -O2 dwarf5", "clang -O2 -g -o prog_clang5 prog.c", "prog_clang5" },
+		{ "clang -O2 dwarf4", "clang -O2 -g -gdwarf-4 -o prog_clang4 prog.c", "prog_clang4" },
+		{ "gcc -O2 -gz dwarf5", "gcc -O2 -g -gz -o prog_gz prog.c", "prog_gz" },
+		{ "clang -O1 -gz dwarf4", "clang -O1 -g -gdwarf-4 -gz -o prog_clang_gz prog.c",
+		  "prog_clang_gz" },
+		{ "g++ -O2 dwarf5", "g++ -O2 -g -o cxx_gcc5 cxx.cc", "cxx_gcc5" },
+		{ "clang++ -O2 dwarf4", "clang++ -O2 -g -gdwarf-4 -o cxx_clang4 cxx.cc", "cxx_clang4" },
+		{ "clang++ -O2 dwarf5", "clang++ -O2 -g -o cxx_clang5 cxx.cc", "cxx_clang5" },
+	};
+	bool have_gcc5 = false;
+	for (size_t i = 0; i < BK_ARRAY_LEN(builds); i++) {
+		if (!run("%s", builds[i].cmd)) {
+			printf("SKIP: %s (cannot build)\n", builds[i].label);
+			continue;
+		}
+		have_gcc5 |= i == 0;
+		diff_file(builds[i].label, tpath(builds[i].out), tpath(builds[i].out), NULL, false);
+		if (strstr(builds[i].label, "-gz")) {
+			struct sym_file *f;
+			if (sym_open(tpath(builds[i].out), NULL, &f) == 0) {
+				struct sym_stats st;
+				sym_get_stats(f, &st);
+				CHECK(st.dwarf_compressed, "%s: compressed sections seen", builds[i].label);
+				sym_close(f);
+			}
+		}
+	}
+	printf("differential total: %zu addresses, %zu frames (%zu inlined): %zu as addr2line; "
+	       "else %zu as llvm-addr2line, %zu known bfd deviations, %zu default-file rows; "
+	       "%zu unexplained\n",
+	       total.addrs, total.frames, total.inlined, total.same, total.llvm_agrees,
+	       total.bfd_pattern, total.default_file, total.unexplained);
+
+	/* This very program: the library's own code, many CUs, built by the
+	 * project's compiler and flags. */
+	static char self[4096];
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (sl > 0) {
+		self[sl] = '\0';
+		diff_file("this test program", self, self, NULL, true);
+	}
+
+	test_debug_file(have_gcc5);
+	test_default_file();
+	test_dynsym_only();
+	if (have_gcc5) {
+		test_lookup_args();
+		test_cold();
+		test_corrupt(tpath("prog_gcc5"), "gcc dwarf5 damaged");
+		if (run("test -f prog_clang5"))
+			test_corrupt(tpath("prog_clang5"), "clang dwarf5 damaged");
+		if (run("test -f prog_gcc4"))
+			test_corrupt(tpath("prog_gcc4"), "gcc dwarf4 damaged");
+		test_nomem();
+	}
+
+	if (!getenv("BK_KEEP_TMP"))
+		run("rm -rf '%s'", tmp);
+	else
+		printf("kept %s\n", tmp);
+	return check_summary();
+}
