@@ -76,6 +76,9 @@ static void usage(FILE *f)
 	      "  core [-r] [--json] CORE [EXE]\n"
 	      "        every thread's stack in a core file; EXE replaces the main\n"
 	      "        executable the core names\n"
+	      "  run [-r] [--json] -- CMD [ARGS...]\n"
+	      "        run CMD; if a signal is about to kill it, print every thread's\n"
+	      "        stack first\n"
 	      "  help  this text\n",
 	      f);
 }
@@ -91,6 +94,8 @@ int main(int argc, char **argv)
 		return cmd_dump(argc - 1, argv + 1);
 	if (!strcmp(cmd, "pid"))
 		return cmd_pid(argc - 1, argv + 1);
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "core"))
 		return cmd_core(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {

@@ -16,6 +16,7 @@ bool cli_parse_u64(const char *s, uint64_t *out);
 
 int cmd_dump(int argc, char **argv);
 int cmd_pid(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 int cmd_core(int argc, char **argv);
 
 /* Stacks (stack.c). */

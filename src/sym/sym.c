@@ -280,25 +280,26 @@ static int open_all(struct sym_file *f, const char *path, const char *debug_path
 	if (err)
 		goto out;
 
-	/* Symbols: the file's .symtab, its debug file's, then .dynsym. */
-	err = sym_elf_symbols(f, &me, 2 /* SHT_SYMTAB */);
-	f->stats.symbol_source = f->nsyms ? 1 : 0;
-	if (!err && !f->nsyms && de.elf) {
-		err = sym_elf_symbols(f, &de, 2);
-		f->stats.symbol_source = f->nsyms ? 2 : 0;
-	}
-	if (!err && !f->nsyms) {
-		err = sym_elf_symbols(f, &me, 11 /* SHT_DYNSYM */);
-		f->stats.symbol_source = f->nsyms ? 3 : 0;
+	/* Symbols: the file's .symtab, its debug file's (first when the caller
+	 * named the debug file), then .dynsym. */
+	struct sym_elf *first = debug_path ? &de : &me, *second = debug_path ? &me : &de;
+	for (int i = 0; i < 3 && !err && !f->nsyms; i++) {
+		struct sym_elf *e = i == 0 ? first : i == 1 ? second : &me;
+		if (!e->elf)
+			continue;
+		err = sym_elf_symbols(f, e, i < 2 ? 2 /* SHT_SYMTAB */ : 11 /* SHT_DYNSYM */);
+		if (f->nsyms)
+			f->stats.symbol_source = i == 2 ? 3 : e == &me ? 1 : 2;
 	}
 	if (err)
 		goto out;
 
-	/* DWARF: the file's own when it has .debug_info, else the debug file's. */
-	if (main_dwarf)
-		err = sym_dwarf_index(f, path, &me, &code);
-	else if (de.elf && has_section(&de, ".debug_info"))
+	/* DWARF: the same order, the file's own unless the caller named one. */
+	bool debug_dwarf = de.elf && has_section(&de, ".debug_info");
+	if (debug_dwarf && (debug_path || !main_dwarf))
 		err = sym_dwarf_index(f, dbg->path, &de, &code);
+	else if (main_dwarf)
+		err = sym_dwarf_index(f, path, &me, &code);
 	if (!err)
 		err = finish_index(f);
 out:

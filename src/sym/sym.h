@@ -42,10 +42,11 @@ struct sym_frame {
 	int inlined;          /* 1: this frame is an inlined call inside the next one */
 };
 
-/* Open PATH; when DEBUG_PATH is non-NULL its .symtab and DWARF are used as the
- * separate debug file, otherwise one is looked for (build-id, then
- * .gnu_debuglink, under /usr/lib/debug and next to PATH) when PATH lacks a
- * .symtab or DWARF. Errors: BK_E_INVAL, BK_E_IO (PATH or DEBUG_PATH cannot be
+/* Open PATH. When DEBUG_PATH is non-NULL, that separate debug file's .symtab
+ * and DWARF are used (PATH's own where it has none); otherwise, when PATH
+ * lacks a .symtab or DWARF, its debug file is looked for (build-id, then
+ * .gnu_debuglink, under /usr/lib/debug and next to PATH) and used for what
+ * PATH lacks. Errors: BK_E_INVAL, BK_E_IO (PATH or DEBUG_PATH cannot be
  * read), BK_E_NOT_ELF, BK_E_CORRUPT (bad ELF headers), BK_E_UNSUPPORTED,
  * BK_E_NOMEM. Damaged DWARF is not an error: what cannot be read is left
  * out (see sym_stats). */

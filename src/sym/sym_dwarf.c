@@ -10,8 +10,9 @@
  * by sym_line.c when libdwarf's default file is wrong.
  *
  * Scopes (DWARF 5 §3.3, §3.3.8.2): every DW_TAG_subprogram and
- * DW_TAG_inlined_subroutine with code (low_pc/high_pc or DW_AT_ranges, from
- * .debug_ranges for DWARF 2-4 and .debug_rnglists for 5); an inlined call's
+ * DW_TAG_inlined_subroutine with code (low_pc/high_pc, or DW_AT_ranges read
+ * by sym_ranges.c from .debug_ranges for DWARF 2-4 and .debug_rnglists for
+ * 5, because libdwarf's own range-list reader trusts the file); an inlined call's
  * parent is the nearest enclosing recorded scope (lexical blocks are passed
  * through), a subprogram starts a new tree. Names: DW_AT_linkage_name (or
  * DW_AT_MIPS_linkage_name) demangled, else DW_AT_name, following
@@ -749,6 +750,82 @@ static void one_cu(struct dw *c, Dwarf_Half cu_type)
 	c->cu_nfiles = 0;
 }
 
+/* Sections libdwarf 20210528 parses unasked, on loading .debug_info, and
+ * cannot survive damage in (sym_guard.c). */
+static bool lists_survivable(struct sym_elf *elf)
+{
+	static const char *const guarded[] = { ".debug_rnglists", ".debug_loclists" };
+	for (size_t i = 0; i < BK_ARRAY_LEN(guarded); i++) {
+		const uint8_t *d;
+		size_t len;
+		bool comp;
+		if (sym_elf_has(elf, guarded[i], &comp) &&
+		    (!sym_elf_section(elf, guarded[i], &d, &len, &comp) || sym_check_lists(d, len)))
+			return false;
+	}
+	return true;
+}
+
+/* Raw bytes we read ourselves: .debug_line (sym_line.c) and what range
+ * lists need (sym_ranges.c). */
+static void raw_sections(struct dw *c, struct sym_elf *elf)
+{
+	bool comp;
+	if (!sym_elf_section(elf, ".debug_line", &c->line_sec, &c->line_len, &comp))
+		c->line_sec = NULL;
+	if (!sym_elf_section(elf, ".debug_rnglists", &c->rng.rnglists, &c->rng.rnglists_len, &comp))
+		c->rng.rnglists = NULL;
+	if (!sym_elf_section(elf, ".debug_ranges", &c->rng.ranges, &c->rng.ranges_len, &comp))
+		c->rng.ranges = NULL;
+	if (!sym_elf_section(elf, ".debug_addr", &c->rng.addr, &c->rng.addr_len, &comp))
+		c->rng.addr = NULL;
+}
+
+/* Every CU of .debug_info, in order, until one cannot be read. */
+static void walk_cus(struct dw *c, const char *path)
+{
+	struct sym_stats *st = &c->f->stats;
+	Dwarf_Error e = NULL;
+	int r = dwarf_init_path(path, NULL, 0, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL, &c->dbg,
+				NULL, 0, NULL, &e);
+	if (r != DW_DLV_OK) {
+		if (r == DW_DLV_ERROR) {
+			if (e)
+				dwarf_dealloc_error(NULL, e);
+			st->cus_failed++;
+		}
+		return;
+	}
+	st->dwarf = true;
+	Dwarf_Unsigned last_next = 0;
+	while (!c->fatal) {
+		Dwarf_Unsigned hdr_len = 0, typeoff = 0, next = 0;
+		Dwarf_Half version = 0, addr_size = 0, off_size = 0, ext_size = 0, cu_type = 0;
+		Dwarf_Off abbrev = 0;
+		Dwarf_Sig8 sig;
+		c->cu_failed = false;
+		r = dwarf_next_cu_header_d(c->dbg, true, &hdr_len, &version, &abbrev, &addr_size,
+					   &off_size, &ext_size, &sig, &typeoff, &next, &cu_type, &e);
+		if (!dw_ok(c, r, &e)) {
+			st->cus_failed += r == DW_DLV_ERROR;
+			break;
+		}
+		if (next <= last_next) { /* no progress: stop rather than loop */
+			st->cus_failed++;
+			break;
+		}
+		last_next = next;
+		st->cus++;
+		c->cu_version = version;
+		c->rng.addr_size = (uint8_t)addr_size;
+		c->rng.off_size = (uint8_t)off_size;
+		one_cu(c, cu_type);
+		st->cus_failed += c->cu_failed;
+	}
+	dwarf_finish(c->dbg, &e);
+	c->dbg = NULL;
+}
+
 int sym_dwarf_index(struct sym_file *f, const char *path, struct sym_elf *elf,
 		    const struct sym_code *code)
 {
@@ -767,72 +844,14 @@ int sym_dwarf_index(struct sym_file *f, const char *path, struct sym_elf *elf,
 	bool comp = false;
 	if (sym_elf_has(elf, ".debug_info", &comp))
 		f->stats.dwarf_compressed = comp;
-	if (!sym_elf_section(elf, ".debug_line", &c.line_sec, &c.line_len, &comp))
-		c.line_sec = NULL;
-
-	/* Sections libdwarf 20210528 parses unasked and cannot survive damage in. */
-	static const char *const guarded[] = { ".debug_rnglists", ".debug_loclists" };
-	for (size_t i = 0; i < BK_ARRAY_LEN(guarded); i++) {
-		const uint8_t *d;
-		size_t len;
-		if (sym_elf_has(elf, guarded[i], &comp) &&
-		    (!sym_elf_section(elf, guarded[i], &d, &len, &comp) || sym_check_lists(d, len))) {
-			f->stats.cus_failed++;
-			f->stats.dwarf_rejected = true;
-			c.line_sec = NULL;
-			goto done;
-		}
-	}
-
-	/* Raw sections for the range lists (sym_ranges.c). */
-	if (!sym_elf_section(elf, ".debug_rnglists", &c.rng.rnglists, &c.rng.rnglists_len, &comp))
-		c.rng.rnglists = NULL;
-	if (!sym_elf_section(elf, ".debug_ranges", &c.rng.ranges, &c.rng.ranges_len, &comp))
-		c.rng.ranges = NULL;
-	if (!sym_elf_section(elf, ".debug_addr", &c.rng.addr, &c.rng.addr_len, &comp))
-		c.rng.addr = NULL;
-
-	Dwarf_Error e = NULL;
-	int r = dwarf_init_path(path, NULL, 0, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL, &c.dbg,
-				NULL, 0, NULL, &e);
-	if (r == DW_DLV_OK) {
-		f->stats.dwarf = true;
-		Dwarf_Unsigned last_next = 0;
-		while (!c.fatal) {
-			Dwarf_Unsigned hdr_len = 0, typeoff = 0, next = 0;
-			Dwarf_Half version = 0, addr_size = 0, off_size = 0, ext_size = 0, cu_type = 0;
-			Dwarf_Off abbrev = 0;
-			Dwarf_Sig8 sig;
-			c.cu_failed = false;
-			r = dwarf_next_cu_header_d(c.dbg, true, &hdr_len, &version, &abbrev, &addr_size,
-						   &off_size, &ext_size, &sig, &typeoff, &next,
-						   &cu_type, &e);
-			if (!dw_ok(&c, r, &e)) {
-				f->stats.cus_failed += r == DW_DLV_ERROR;
-				break;
-			}
-			if (next <= last_next) { /* no progress: stop rather than loop */
-				f->stats.cus_failed++;
-				break;
-			}
-			last_next = next;
-			f->stats.cus++;
-			c.cu_version = version;
-			c.rng.addr_size = (uint8_t)addr_size;
-			c.rng.off_size = (uint8_t)off_size;
-			one_cu(&c, cu_type);
-			f->stats.cus_failed += c.cu_failed;
-		}
-		dwarf_finish(c.dbg, &e);
-		if (e)
-			dwarf_dealloc_error(NULL, e);
-	} else if (r == DW_DLV_ERROR) {
-		if (e)
-			dwarf_dealloc_error(NULL, e);
+	if (lists_survivable(elf)) {
+		raw_sections(&c, elf);
+		walk_cus(&c, path);
+	} else {
 		f->stats.cus_failed++;
+		f->stats.dwarf_rejected = true;
 	}
 
-done:;
 	int err = c.fatal;
 	sym_vec_free(&c.tmp);
 	base_free(c.names.e);

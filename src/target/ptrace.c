@@ -38,6 +38,7 @@ struct ptrace_priv {
 	struct block blocks[NBLOCKS];
 	unsigned next_victim;
 	int *resend_sig; /* per thread: signal to deliver at detach */
+	bool adopted;    /* the caller traces these threads: do not detach */
 };
 
 static int vm_read(int pid, uint64_t addr, void *dst, size_t len)
@@ -92,7 +93,7 @@ static int ptrace_read(struct tgt *t, uint64_t addr, void *dst, size_t len)
 static void ptrace_close(struct tgt *t)
 {
 	struct ptrace_priv *p = t->priv;
-	for (size_t i = 0; i < t->nthreads; i++) {
+	for (size_t i = 0; p && !p->adopted && i < t->nthreads; i++) {
 		int sig = p && p->resend_sig ? p->resend_sig[i] : 0;
 		ptrace(PTRACE_DETACH, t->threads[i].tid, NULL, (void *)(uintptr_t)sig);
 	}
@@ -255,6 +256,43 @@ int tgt_ptrace_attach(int pid, struct tgt **out)
 	for (size_t i = 0; i < t->nthreads; i++) {
 		t->threads[i].err = read_thread_regs(&t->threads[i]);
 		read_comm(pid, t->threads[i].tid, t->threads[i].name);
+	}
+	*out = t;
+	return 0;
+}
+
+int tgt_ptrace_adopt(int pid, const int *tids, size_t n, struct tgt **out)
+{
+#if !defined(__x86_64__)
+	return BK_E_UNSUPPORTED;
+#endif
+	if (pid <= 0 || !tids || n == 0 || n > MAX_THREADS)
+		return BK_E_INVAL;
+	struct tgt *t = base_calloc(1, sizeof(*t));
+	struct ptrace_priv *p = base_calloc(1, sizeof(*p));
+	struct tgt_thread *th = base_calloc(n, sizeof(*th));
+	if (!t || !p || !th) {
+		base_free(t);
+		base_free(p);
+		base_free(th);
+		return BK_E_NOMEM;
+	}
+	p->adopted = true;
+	t->ops = &ptrace_ops;
+	t->arch = arch_get(BK_ARCH_X86_64);
+	t->pid = pid;
+	t->priv = p;
+	t->threads = th;
+	t->nthreads = n;
+	for (size_t i = 0; i < n; i++) {
+		th[i].tid = tids[i];
+		th[i].err = read_thread_regs(&th[i]);
+		read_comm(pid, tids[i], th[i].name);
+	}
+	int err = tgt_read_maps(t);
+	if (err) {
+		tgt_close(t);
+		return err;
 	}
 	*out = t;
 	return 0;

@@ -83,6 +83,10 @@ BK_HIDDEN int tgt_core_open(const char *core_path, const char *exe_path, struct 
  * the ptrace and core targets. Host-independent. */
 BK_HIDDEN void tgt_regs_x86_64(const uint64_t user_regs[TGT_X86_64_USER_REGS], struct bk_regs *out);
 
+/* The same over threads TIDS of PID that the caller already traces and has
+ * stopped (backstep run): nothing is attached, and closing detaches nothing. */
+BK_HIDDEN int tgt_ptrace_adopt(int pid, const int *tids, size_t n, struct tgt **out);
+
 /* Read target memory: 0 or BK_E_MEMORY. Shaped as bk_target_ops.read_mem. */
 BK_HIDDEN int tgt_read_mem(void *t, uint64_t addr, void *dst, size_t len);
 

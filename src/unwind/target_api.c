@@ -167,6 +167,24 @@ int bk_target_attach(int pid, struct bk_target **out)
 	return 0;
 }
 
+int uw_target_adopt(int pid, const int *tids, size_t n, struct bk_target **out)
+{
+	if (!out)
+		return BK_E_INVAL;
+	struct bk_target *bt = base_calloc(1, sizeof(*bt));
+	if (!bt)
+		return BK_E_NOMEM;
+	int err = tgt_ptrace_adopt(pid, tids, n, &bt->tgt);
+	if (!err)
+		err = compose(bt);
+	if (err) {
+		bk_target_close(bt);
+		return err;
+	}
+	*out = bt;
+	return 0;
+}
+
 int bk_target_open_core(const char *core, const char *exe, struct bk_target **out)
 {
 	if (!out || !core)

@@ -148,6 +148,10 @@ BK_HIDDEN const struct uw_module *uw_space_find(const struct bk_space *s, uint64
 BK_HIDDEN bool uw_cache_get(struct bk_space *s, uint64_t pc, uint64_t tag, struct uw_crow *row);
 BK_HIDDEN void uw_cache_put(struct bk_space *s, uint64_t pc, uint64_t tag, const struct uw_crow *row);
 
+/* A bk_target over threads the caller already traces and has stopped (the
+ * tracer is `backstep run`); closing it detaches nothing. Cold. */
+BK_HIDDEN int uw_target_adopt(int pid, const int *tids, size_t n, struct bk_target **out);
+
 /* ---- Cursor --------------------------------------------------------------- */
 
 struct uw_cursor {

@@ -3,7 +3,7 @@
  * times, while the main thread and two
  * workers run varied code (recursion, qsort callbacks, libm, memcpy) and a
  * third thread dlopens and dlcloses a library in a loop. Every sample must
- * walk cleanly to main or to its thread's function, with no
+ * walk cleanly to main or to its thread's function or start, with no
  * allocation in the handler (malloc is interposed and counted per thread),
  * and nothing may crash. */
 #include <dlfcn.h>
@@ -55,6 +55,10 @@ struct range {
 	uintptr_t lo, hi;
 };
 static struct range r_main, r_worker, r_loader, r_pinger;
+/* The outermost PC of every thread but the first: the return address into
+ * the libc function that started it (clone3's child side). A thread
+ * interrupted before it reached its own function ends there too. */
+static uint64_t thread_root_pc;
 static atomic_int samples, bad_end, no_root, short_walks, errors;
 static atomic_bool stop;
 
@@ -95,6 +99,7 @@ static void on_prof(int sig, siginfo_t *si, void *uc)
 	int rc = bk_cursor_init_ucontext(&c, bk_space_local(), uc);
 	bool root = false;
 	int n = 0;
+	uint64_t last = 0;
 	uint64_t pcs_seen[KEEPF];
 	int hows[KEEPF];
 	if (rc == 0) {
@@ -102,6 +107,7 @@ static void on_prof(int sig, siginfo_t *si, void *uc)
 			uint64_t pc = bk_cursor_lookup_pc(&c);
 			root |= in(&r_main, pc) || in(&r_worker, pc) || in(&r_loader, pc) ||
 				in(&r_pinger, pc);
+			last = bk_cursor_pc(&c);
 			if (n < KEEPF) {
 				pcs_seen[n] = bk_cursor_pc(&c);
 				hows[n] = bk_cursor_how(&c);
@@ -109,6 +115,7 @@ static void on_prof(int sig, siginfo_t *si, void *uc)
 			n++;
 		} while ((rc = bk_cursor_step(&c)) == 1);
 	}
+	root |= thread_root_pc && last == thread_root_pc;
 	if (rc != 0 || !root) {
 		int k = atomic_fetch_add(&nkept, 1);
 		if (k < KEEP) {
@@ -163,6 +170,20 @@ void *worker(void *arg)
 
 static pthread_t targets[3];
 
+void *find_root(void *arg);
+void *find_root(void *arg)
+{
+	(void)arg;
+	struct bk_cursor c;
+	if (bk_cursor_init_local(&c, bk_space_local()) == 0) {
+		uint64_t pc = bk_cursor_pc(&c);
+		while (bk_cursor_step(&c) == 1)
+			pc = bk_cursor_pc(&c);
+		thread_root_pc = pc;
+	}
+	return NULL;
+}
+
 /* Sends SIGPROF to the busy threads every 50 µs of wall time: the CPU timer
  * alone fires only at the kernel tick. */
 void *pinger(void *arg);
@@ -213,7 +234,10 @@ int main(int argc, char **argv)
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigaction(SIGPROF, &sa, NULL);
 
-	pthread_t w[2], l, p;
+	pthread_t w[2], l, p, f;
+	pthread_create(&f, NULL, find_root, NULL);
+	pthread_join(f, NULL);
+	CHECK(thread_root_pc != 0, "a thread's outermost frame is known");
 	pthread_create(&w[0], NULL, worker, NULL);
 	pthread_create(&w[1], NULL, worker, NULL);
 	pthread_create(&l, NULL, loader, argv[1]);
