@@ -185,6 +185,18 @@ BK_API int bk_space_create(enum bk_arch arch, const struct bk_target_ops *ops, v
 BK_API void bk_space_destroy(struct bk_space *space);
 BK_API enum bk_arch bk_space_arch(const struct bk_space *space);
 
+/* A snapshot: copies of some of a target's memory (typically its stack from
+ * SP up, as a sampling profiler captures it), read back for an offline walk.
+ * The regions are referenced, not copied: they must outlive the space. Reads
+ * outside every region fail with BK_E_MEMORY. Add modules as for any space. */
+struct bk_mem_region {
+	uint64_t addr;     /* target address of bytes[0] */
+	const void *bytes;
+	size_t len;
+};
+BK_API int bk_space_create_snapshot(enum bk_arch arch, const struct bk_mem_region *regions,
+				    size_t nregions, struct bk_space **out);
+
 /* A module: the ELF file at PATH, mapped so that its lowest PT_LOAD segment
  * starts at runtime address BASE and its image spans [start, end). Cold. */
 struct bk_module_desc {

@@ -49,6 +49,7 @@ void bk_space_destroy(struct bk_space *s)
 	base_free(s->mods);
 	base_free(s->cache);
 	base_free(s->local);
+	base_free(s->owned_ctx);
 	base_free(s);
 }
 

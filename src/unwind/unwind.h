@@ -128,6 +128,7 @@ struct bk_space {
 	 * the dynamic linker instead of mods[]. */
 	struct uw_local_slot *local;
 	bool static_storage;   /* the default local space: nothing to free */
+	void *owned_ctx;       /* freed with the space (a snapshot's regions) */
 };
 
 /* The module of this process holding PC: a slot, or TMP filled for this

@@ -22,12 +22,35 @@ static int read_self(void *ctx, uint64_t addr, void *dst, size_t len)
 										     : BK_E_MEMORY;
 }
 
+static void add_self_modules(struct bk_space *s);
+
 static struct bk_space *make_space(void)
 {
 	static const struct bk_target_ops ops = { sizeof(ops), read_self };
 	struct bk_space *s;
 	if (bk_space_create(BK_ARCH_X86_64, &ops, NULL, &s))
 		return NULL;
+	add_self_modules(s);
+	return s;
+}
+
+/* The end of the mapping holding ADDR, from /proc/self/maps. */
+static uint64_t mapping_end(uint64_t addr)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4096];
+	uint64_t end = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && addr >= lo && addr < hi)
+			end = hi;
+	}
+	fclose(f);
+	return end;
+}
+
+static void add_self_modules(struct bk_space *s)
+{
 	FILE *f = fopen("/proc/self/maps", "r");
 	char line[4096], path[4096], prev[4096] = "";
 	struct bk_module_desc d = { sizeof(d), NULL, 0, 0, 0 };
@@ -50,7 +73,6 @@ static struct bk_space *make_space(void)
 	if (prev[0])
 		bk_space_add_module(s, &d);
 	fclose(f);
-	return s;
 }
 
 static struct bk_space *space;
@@ -133,6 +155,57 @@ static void check_chain(const char *what)
 		CHECK(hows[i] == BK_HOW_CFI, "%s: frame %d (%s) by %d", what, i, seen[i], hows[i]);
 }
 
+/* A profiler's sample: the registers and a copy of the stack from SP to the
+ * stack's end; walked offline after the stack has moved on, it must give the
+ * same frames as the live walk taken at the same point. */
+static uint64_t live_pcs[MAX_SEEN], snap_pcs[MAX_SEEN];
+static int nlive, nsnap, snap_result;
+
+__attribute__((noinline)) void snapshot_leaf(void)
+{
+	ucontext_t uc;
+	getcontext(&uc);
+	struct bk_regs regs;
+	memset(&regs, 0, sizeof(regs));
+	static const int map[17] = { REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+				     REG_RBP, REG_RSP, REG_R8, REG_R9, REG_R10, REG_R11,
+				     REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP };
+	for (int i = 0; i < 17; i++)
+		bk_regs_set(&regs, (unsigned)i, (uint64_t)uc.uc_mcontext.gregs[map[i]]);
+	uint64_t sp = (uint64_t)uc.uc_mcontext.gregs[REG_RSP];
+	size_t len = (size_t)(mapping_end(sp) - sp);
+	void *copy = malloc(len);
+	memcpy(copy, (void *)(uintptr_t)sp, len);
+
+	struct bk_cursor c;
+	nlive = 0;
+	bk_cursor_init(&c, space, &regs);
+	do
+		live_pcs[nlive++] = bk_cursor_pc(&c);
+	while (nlive < MAX_SEEN && bk_cursor_step(&c) == 1);
+
+	struct bk_mem_region region = { sp, copy, len };
+	struct bk_space *snap;
+	CHECK_INT(bk_space_create_snapshot(BK_ARCH_X86_64, &region, 1, &snap), 0, "snapshot space");
+	add_self_modules(snap);
+	nsnap = 0;
+	CHECK_INT(bk_cursor_init(&c, snap, &regs), 0, "snapshot cursor");
+	do
+		snap_pcs[nsnap++] = bk_cursor_pc(&c);
+	while (nsnap < MAX_SEEN && (snap_result = bk_cursor_step(&c)) == 1);
+	bk_space_destroy(snap);
+	free(copy);
+}
+
+__attribute__((noinline)) void snapshot_middle(int n)
+{
+	if (n)
+		snapshot_middle(n - 1);
+	else
+		snapshot_leaf();
+	__asm__ volatile("" ::: "memory");
+}
+
 static volatile sig_atomic_t in_handler;
 
 void on_signal(int sig, siginfo_t *si, void *ctx);
@@ -181,6 +254,20 @@ int main(void)
 			sig = i;
 	CHECK(sig > h && sig < r, "a signal frame between handler and raise_it (%d)", sig);
 	CHECK_INT(walk_result, 0, "signal walk ends cleanly");
+
+	snapshot_middle(5);
+	CHECK(nlive > 8, "live walk of the snapshot point (%d frames)", nlive);
+	CHECK_INT(nsnap, nlive, "snapshot walk: as many frames");
+	for (int i = 0; i < nlive && i < nsnap; i++)
+		CHECK_U64(snap_pcs[i], live_pcs[i], "snapshot walk: same PC");
+	CHECK_INT(snap_result, 0, "snapshot walk ends cleanly");
+	const uint8_t byte = 0;
+	struct bk_mem_region bad = { 0x1000, &byte, 1 };
+	struct bk_space *tiny;
+	CHECK_INT(bk_space_create_snapshot(BK_ARCH_X86_64, &bad, 1, &tiny), 0, "tiny snapshot");
+	bk_space_destroy(tiny);
+	CHECK_INT(bk_space_create_snapshot(BK_ARCH_X86_64, NULL, 1, &tiny), BK_E_INVAL,
+		  "regions missing");
 
 	/* Bad starts. */
 	struct bk_cursor c;
