@@ -327,6 +327,28 @@ BK_API int bk_cursor_init_local(struct bk_cursor *c, struct bk_space *space);
 BK_API int bk_cursor_init_ucontext(struct bk_cursor *c, struct bk_space *space,
 				   const void *ucontext);
 
+
+/* ---- Symbols ------------------------------------------------------------ */
+
+/* One source-level frame at an address. */
+struct bk_symbol {
+	const char *function; /* demangled; NULL when unknown */
+	uint64_t offset;      /* from the function's symbol (the outermost entry only) */
+	const char *file;     /* source file, or NULL */
+	unsigned line, column; /* 0 when unknown */
+	int inlined;          /* 1: an inlined call inside the next entry */
+};
+
+/* Describe runtime address ADDR of SPACE (for a frame: bk_cursor_lookup_pc):
+ * up to MAX entries, innermost first — the inlined calls at ADDR, then the
+ * function that contains them. Returns how many (0 when nothing is known) or
+ * a BK_E_* code. Symbol tables and DWARF (.symtab, .dynsym, separate debug
+ * files, .debug_line, inlined subroutines) are read on first use of each
+ * module and kept with the space; strings live as long as the space. Cold:
+ * not AS-safe; calls on one space must not overlap. */
+BK_API int bk_space_symbolize(struct bk_space *space, uint64_t addr, struct bk_symbol *out,
+			      int max);
+
 #ifdef __cplusplus
 }
 #endif

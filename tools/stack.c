@@ -1,6 +1,6 @@
-/* Printing stacks: shared by `backstep pid` and `backstep core` (and later
- * `run`). One line per frame, gdb-like:
- *   #N  0xPC in MODULE+0xOFF [how]
+/* Printing stacks: shared by `backstep pid`, `core` and `run`. One line per
+ * source-level frame, gdb-like:
+ *   #N  0xPC in FUNCTION+0xOFF (MODULE) at FILE:LINE [how]
  * with -r the recovered registers under each frame, with --json one object
  * per thread: {"tid", "name", "frames": [...]} and "error" when the
  * registers were unknown or the walk ended on an error. */
@@ -45,28 +45,72 @@ static void print_regs(struct bk_space *space, const struct bk_cursor *c)
 		out_c('\n');
 }
 
-/* Walk from REGS and print every frame; returns the walk's final code. */
+#define MAX_INLINE 16
+
+static void print_location(const struct bk_symbol *sym)
+{
+	if (!sym->file)
+		return;
+	out_s(" at ");
+	out_s(sym->file);
+	if (sym->line) {
+		out_c(':');
+		out_u64(sym->line);
+	}
+}
+
+static void json_symbol_fields(const struct bk_symbol *sym, bool with_offset)
+{
+	if (sym->function) {
+		out_s(", \"function\": ");
+		cli_json_str(sym->function);
+		if (with_offset) {
+			out_s(", \"offset\": \"");
+			out_addr(sym->offset);
+			out_c('"');
+		}
+	}
+	if (sym->file) {
+		out_s(", \"file\": ");
+		cli_json_str(sym->file);
+		out_s(", \"line\": ");
+		out_u64(sym->line);
+	}
+}
+
+/* Walk from REGS and print every frame: one line per source-level frame,
+ *   #N  0xPC in FUNCTION+0xOFF (MODULE) at FILE:LINE [how]
+ * where calls inlined at the PC come first as frames of their own, tagged
+ * [inlined] (as gdb numbers them). Returns the walk's final code. */
 int cli_print_stack(struct bk_space *space, const struct bk_regs *regs, const struct cli_stack_opts *o)
 {
 	struct bk_cursor c;
 	int rc = bk_cursor_init(&c, space, regs);
 	if (rc) {
-		out_s("    (no registers: ");
-		out_s(bk_strerror(rc));
-		out_s(")\n");
+		if (!o->json) {
+			out_s("    (no registers: ");
+			out_s(bk_strerror(rc));
+			out_s(")\n");
+		}
 		return rc;
 	}
 	bool first = true;
+	unsigned number = 0;
 	do {
-		uint64_t pc = bk_cursor_pc(&c);
+		uint64_t pc = bk_cursor_pc(&c), lookup = bk_cursor_lookup_pc(&c);
 		struct bk_module_info mi;
-		bool have_mod = bk_space_module_at(space, bk_cursor_lookup_pc(&c), &mi) == 0;
+		bool have_mod = bk_space_module_at(space, lookup, &mi) == 0;
+		struct bk_symbol syms[MAX_INLINE];
+		int nsym = bk_space_symbolize(space, lookup, syms, MAX_INLINE);
+		if (nsym < 0)
+			nsym = 0;
+		const char *how = bk_how_name(bk_cursor_how(&c));
 		if (o->json) {
 			out_s(first ? "{" : ", {");
 			out_s("\"pc\": \"");
 			out_addr(pc);
 			out_s("\", \"how\": \"");
-			out_s(bk_how_name(bk_cursor_how(&c)));
+			out_s(how);
 			out_s("\"");
 			if (have_mod) {
 				out_s(", \"module\": ");
@@ -75,23 +119,53 @@ int cli_print_stack(struct bk_space *space, const struct bk_regs *regs, const st
 				out_addr(pc - mi.start);
 				out_s("\"");
 			}
+			if (nsym > 0) {
+				json_symbol_fields(&syms[nsym - 1], true);
+				if (nsym > 1) {
+					out_s(", \"inlined\": [");
+					for (int i = 0; i < nsym - 1; i++) {
+						out_s(i ? ", {\"inlined\": true" : "{\"inlined\": true");
+						json_symbol_fields(&syms[i], false);
+						out_c('}');
+					}
+					out_c(']');
+				}
+			}
 			out_c('}');
 		} else {
-			out_c('#');
-			out_u64(bk_cursor_depth(&c));
-			out_s(bk_cursor_depth(&c) < 10 ? "  0x" : " 0x");
-			out_x64(pc, 16);
-			out_s(" in ");
-			if (have_mod) {
-				out_s(base_name(mi.path));
-				out_s("+0x");
-				out_x64(pc - mi.start, 0);
-			} else {
-				out_s("??");
+			for (int i = 0; i < (nsym > 0 ? nsym : 1); i++) {
+				const struct bk_symbol *sym = nsym > 0 ? &syms[i] : NULL;
+				bool outer = i == nsym - 1 || nsym == 0;
+				out_c('#');
+				out_u64(number);
+				out_s(number < 10 ? "  0x" : " 0x");
+				out_x64(pc, 16);
+				out_s(" in ");
+				if (sym && sym->function) {
+					out_s(sym->function);
+					if (outer && sym->offset) {
+						out_s("+0x");
+						out_x64(sym->offset, 0);
+					}
+					if (have_mod) {
+						out_s(" (");
+						out_s(base_name(mi.path));
+						out_c(')');
+					}
+				} else if (have_mod) {
+					out_s(base_name(mi.path));
+					out_s("+0x");
+					out_x64(pc - mi.start, 0);
+				} else {
+					out_s("??");
+				}
+				if (sym)
+					print_location(sym);
+				out_s(" [");
+				out_s(outer ? how : "inlined");
+				out_s("]\n");
+				number++;
 			}
-			out_s(" [");
-			out_s(bk_how_name(bk_cursor_how(&c)));
-			out_s("]\n");
 			if (o->regs)
 				print_regs(space, &c);
 		}

@@ -50,6 +50,8 @@ void bk_space_destroy(struct bk_space *s)
 	base_free(s->cache);
 	base_free(s->local);
 	base_free(s->owned_ctx);
+	if (s->sym_state_free)
+		s->sym_state_free(s->sym_state);
 	base_free(s);
 }
 

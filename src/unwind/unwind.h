@@ -129,6 +129,10 @@ struct bk_space {
 	struct uw_local_slot *local;
 	bool static_storage;   /* the default local space: nothing to free */
 	void *owned_ctx;       /* freed with the space (a snapshot's regions) */
+	/* Symbols opened by src/sym for this space, freed with it. The layer
+	 * above owns the contents; the space only carries them. */
+	void *sym_state;
+	void (*sym_state_free)(void *);
 };
 
 /* The module of this process holding PC: a slot, or TMP filled for this
