@@ -22,8 +22,8 @@
  * decoded, and every instruction of each with cfi_decode_insn; the machine
  * produces every row of every FDE; cfi_table_init builds the lookup table
  * (the .eh_frame_hdr search table if it validates, else the index), and a
- * set of PCs (each FDE's pc_begin, pc_end - 1, pc_end, pc_begin - 1, the
- * header's locations, a few fixed ones) is looked up with cfi_table_find and
+ * set of PCs (each FDE's pc_begin, pc_end - 1, pc_end, pc_begin - 1, both sides
+ * of its first row boundaries, the header's locations, a few fixed ones) is looked up with cfi_table_find and
  * cfi_row_at.
  *
  * The table is then built once more with its allocation failing.
@@ -53,7 +53,7 @@
 
 #define HEADER_LEN 36
 #define MAX_PCS 1024
-#define PCS_PER_FDE 4
+#define PCS_PER_FDE 10
 
 static void check(int ok, const char *what)
 {
@@ -184,10 +184,14 @@ struct probe {
 	struct cfi_row row;
 };
 
+#define ROW_PROBES 3
+
 struct walked {
 	uint64_t off;
 	uint64_t pc_begin, pc_end;
 	bool indexed; /* what build_index keeps: before the terminator, decoded, non-empty */
+	unsigned nbounds;
+	uint64_t bounds[ROW_PROBES]; /* where the 2nd, 3rd... rows start */
 };
 
 struct hdr_entry {
@@ -321,7 +325,15 @@ static void walk(struct run *r)
 				decode_insns(sec, &cie, NULL, cie.insns, cie.insns_end);
 				decode_insns(sec, &cie, &fde, fde.insns, fde.insns_end);
 				struct walked w = { off, fde.pc_begin, fde.pc_end,
-						    !terminated && fde.pc_begin < fde.pc_end };
+						    !terminated && fde.pc_begin < fde.pc_end, 0, { 0 } };
+				/* Row boundaries make good probes: off-by-one
+				 * errors show there. */
+				struct cfi_machine m;
+				struct cfi_row row;
+				if (cfi_machine_init(&m, sec, &cie, &fde) == 0)
+					while (w.nbounds < ROW_PROBES && cfi_machine_next(&m, &row) == 1)
+						if (row.loc_end < fde.pc_end)
+							w.bounds[w.nbounds++] = row.loc_end;
 				if (!add_fde(r, w))
 					return;
 			}
@@ -525,6 +537,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		add_pc(&r, w->pc_end);
 		if (w->pc_end > w->pc_begin)
 			add_pc(&r, w->pc_end - 1);
+		for (unsigned k = 0; k < w->nbounds; k++) {
+			add_pc(&r, w->bounds[k]);
+			add_pc(&r, w->bounds[k] - 1);
+		}
 	}
 	add_pc(&r, 0);
 	add_pc(&r, UINT64_MAX);

@@ -1,10 +1,15 @@
-/* The allocation funnel and the debug-build corruption trace.
+/* The allocation funnel, mapping whole files, and the debug-build
+ * corruption trace.
  *
  * Every allocation of the library passes through base_alloc & co., so tests
  * can make the Nth one fail and check that each cold path reports BK_E_NOMEM
  * and leaks nothing. Nothing here is called on an unwind step. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base.h"
 
@@ -46,6 +51,39 @@ void *base_realloc(void *p, size_t len)
 void base_free(void *p)
 {
 	free(p);
+}
+
+int base_map_file(const char *path, const uint8_t **data, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return BK_E_IO;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return BK_E_IO;
+	}
+	if (st.st_size <= 0) {
+		close(fd);
+		return BK_E_NOT_ELF;
+	}
+	if ((uint64_t)st.st_size > SIZE_MAX) {
+		close(fd);
+		return BK_E_LIMIT;
+	}
+	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return BK_E_IO;
+	*data = map;
+	*len = (size_t)st.st_size;
+	return 0;
+}
+
+void base_unmap_file(const void *data, size_t len)
+{
+	if (data)
+		munmap((void *)data, len);
 }
 
 #ifdef BK_DEBUG_CORRUPT

@@ -39,6 +39,14 @@ BK_HIDDEN void base_free(void *p);
 /* Tests: fail the Nth allocation from now (0 = never). */
 BK_HIDDEN void base_alloc_fail_after(unsigned long n);
 
+/* ---- Files (cold) ------------------------------------------------------- */
+
+/* Map the regular file PATH read-only and private. Errors: BK_E_IO (cannot
+ * open; not a regular file), BK_E_NOT_ELF (empty: nothing to read as ELF),
+ * BK_E_LIMIT (larger than the address space). */
+BK_HIDDEN int base_map_file(const char *path, const uint8_t **data, size_t *len);
+BK_HIDDEN void base_unmap_file(const void *data, size_t len);
+
 /* ---- Target memory ------------------------------------------------------ */
 
 /* Reads LEN bytes of the target at ADDR into DST; returns 0 or a negative

@@ -22,7 +22,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,7 +46,7 @@
 struct ldr_priv {
 	const uint8_t *image;
 	size_t image_len;
-	bool mapped;                 /* munmap() the image, else base_free() */
+	bool mapped;                 /* base_unmap_file() the image, else base_free() */
 	uint8_t *owned[LDR_MAX_OWNED]; /* inflated section contents */
 	size_t nowned;
 };
@@ -632,7 +631,7 @@ static int open_image(const uint8_t *img, size_t len, bool mapped, char *path,
 		base_free(e);
 		base_free(path);
 		if (mapped)
-			munmap((void *)img, len);
+			base_unmap_file(img, len);
 		else
 			base_free((void *)img);
 		return BK_E_NOMEM;
@@ -658,30 +657,14 @@ int ldr_open_path(const char *path, struct ldr_elf **out)
 	*out = NULL;
 	if (!path)
 		return BK_E_INVAL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return BK_E_IO;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return BK_E_IO;
-	}
-	if (st.st_size <= 0) {
-		close(fd);
-		return BK_E_NOT_ELF;
-	}
-	if ((uint64_t)st.st_size > SIZE_MAX) {
-		close(fd);
-		return BK_E_LIMIT;
-	}
-	size_t len = (size_t)st.st_size;
-	void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED)
-		return BK_E_IO;
+	const uint8_t *map;
+	size_t len;
+	int err = base_map_file(path, &map, &len);
+	if (err)
+		return err;
 	char *copy = str_dup(path);
 	if (!copy) {
-		munmap(map, len);
+		base_unmap_file(map, len);
 		return BK_E_NOMEM;
 	}
 	return open_image(map, len, true, copy, out);
@@ -710,7 +693,7 @@ void ldr_close(struct ldr_elf *e)
 	struct ldr_priv *pv = e->priv;
 	if (pv) {
 		if (pv->mapped)
-			munmap((void *)pv->image, pv->image_len);
+			base_unmap_file(pv->image, pv->image_len);
 		else
 			base_free((void *)pv->image);
 		for (size_t i = 0; i < pv->nowned; i++)

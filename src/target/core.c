@@ -36,7 +36,6 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -273,7 +272,7 @@ static void core_close(struct tgt *t)
 	base_free(p->map_fd);
 	base_free(p->segs);
 	if (p->img)
-		munmap((void *)p->img, p->len);
+		base_unmap_file(p->img, p->len);
 	base_free(p);
 	t->priv = NULL;
 }
@@ -901,32 +900,16 @@ int tgt_core_open(const char *core_path, const char *exe_path, struct tgt **out)
 	*out = NULL;
 	if (!core_path)
 		return BK_E_INVAL;
-	int fd = open(core_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return BK_E_IO;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return BK_E_IO;
-	}
-	if (st.st_size <= 0) {
-		close(fd);
-		return BK_E_NOT_ELF;
-	}
-	if ((uint64_t)st.st_size > SIZE_MAX) {
-		close(fd);
-		return BK_E_LIMIT;
-	}
-	size_t len = (size_t)st.st_size;
-	void *img = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (img == MAP_FAILED)
-		return BK_E_IO;
+	const uint8_t *img;
+	size_t len;
+	int map_err = base_map_file(core_path, &img, &len);
+	if (map_err)
+		return map_err;
 	struct tgt *t = base_calloc(1, sizeof(*t));
 	struct core_priv *p = t ? base_calloc(1, sizeof(*p)) : NULL;
 	if (!p) {
 		base_free(t);
-		munmap(img, len);
+		base_unmap_file(img, len);
 		return BK_E_NOMEM;
 	}
 	p->img = img;
