@@ -34,5 +34,10 @@ int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o);
 /* The target's problem lines as "backstep: warning: ..." on stderr. */
 void cli_print_problems(const struct bk_target *t);
 void cli_json_str(const char *s);
+/* Parse -r/--regs, --json, -h/--help for pid, core and run: the index of the
+ * first operand; 0 after printing USAGE for --help; -2 on a bad option.
+ * STOP_AT_OPERAND: the operands are a command line of their own (run). */
+int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_operand,
+		      struct cli_stack_opts *o);
 
 #endif

@@ -54,26 +54,11 @@ static void core_error(const char *path, int err)
 
 int cmd_core(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "regs", no_argument, NULL, 'r' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct cli_stack_opts o = { 0 };
-	int ch;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "rjh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'r': o.regs = true; break;
-		case 'j': o.json = true; break;
-		case 'h':
-			printf(USAGE "\n");
-			return 0;
-		default:
-			return 2;
-		}
-	}
+	struct cli_stack_opts o;
+	int first = cli_stack_options(argc, argv, USAGE, false, &o);
+	if (first <= 0)
+		return first == 0 ? 0 : 2;
+	optind = first;
 	if (optind >= argc || argc - optind > 2) {
 		cli_error("core", "name a core file (" USAGE ")");
 		return 2;

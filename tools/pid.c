@@ -18,26 +18,11 @@ static void on_interrupt(int sig)
 
 int cmd_pid(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "regs", no_argument, NULL, 'r' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct cli_stack_opts o = { 0 };
-	int ch;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "rjh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'r': o.regs = true; break;
-		case 'j': o.json = true; break;
-		case 'h':
-			printf("usage: backstep pid [-r|--regs] [--json] PID\n");
-			return 0;
-		default:
-			return 2;
-		}
-	}
+	struct cli_stack_opts o;
+	int first = cli_stack_options(argc, argv, "backstep pid [-r|--regs] [--json] PID", false, &o);
+	if (first <= 0)
+		return first == 0 ? 0 : 2;
+	optind = first;
 	if (optind + 1 != argc) {
 		cli_error("pid", "name one process (usage: backstep pid [-r] [--json] PID)");
 		return 2;

@@ -121,26 +121,11 @@ static void dump_all(int pid, int culprit, int sig, const struct cli_stack_opts 
 
 int cmd_run(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "regs", no_argument, NULL, 'r' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct cli_stack_opts o = { 0 };
-	int ch;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "+rjh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'r': o.regs = true; break;
-		case 'j': o.json = true; break;
-		case 'h':
-			printf("usage: backstep run [-r] [--json] -- CMD [ARGS...]\n");
-			return 0;
-		default:
-			return 2;
-		}
-	}
+	struct cli_stack_opts o;
+	int first = cli_stack_options(argc, argv, "backstep run [-r] [--json] -- CMD [ARGS...]", true, &o);
+	if (first <= 0)
+		return first == 0 ? 0 : 2;
+	optind = first;
 	if (optind >= argc) {
 		cli_error("run", "no command (usage: backstep run [-r] [--json] -- CMD [ARGS...])");
 		return 2;

@@ -4,6 +4,7 @@
  * with -r the recovered registers under each frame, with --json one object
  * per thread: {"tid", "name", "frames": [...]} and "error" when the
  * registers were unknown or the walk ended on an error. */
+#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -256,4 +257,31 @@ void cli_print_problems(const struct bk_target *t)
 {
 	for (size_t i = 0; i < bk_target_nproblems(t); i++)
 		fprintf(stderr, "backstep: warning: %s\n", bk_target_problem(t, i));
+}
+
+int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_operand,
+		      struct cli_stack_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "regs", no_argument, NULL, 'r' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int ch;
+	memset(o, 0, sizeof(*o));
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, stop_at_operand ? "+rjh" : "rjh", longopts, NULL)) !=
+	       -1) {
+		switch (ch) {
+		case 'r': o->regs = true; break;
+		case 'j': o->json = true; break;
+		case 'h':
+			printf("usage: %s\n", usage);
+			return 0;
+		default:
+			return -2;
+		}
+	}
+	return optind;
 }

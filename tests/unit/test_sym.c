@@ -22,6 +22,15 @@
 
 static char tmp[64];
 
+/* Under ASan: libdwarf asks calloc for absurd sizes taken from damaged
+ * headers and checks for NULL; let calloc return NULL as it would without
+ * ASan instead of aborting the run. (Unused in other builds.) */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "allocator_may_return_null=1";
+}
+
 /* ---- Helpers ---------------------------------------------------------------- */
 
 static bool run(const char *fmt, ...)
@@ -865,6 +874,16 @@ static void test_debug_file(bool have_gcc)
 		  tpath("prog_gcc5.debug"), false);
 	CHECK_INT(sym_open(tpath("elsewhere/prog"), tpath("nope.debug"), &f), BK_E_IO,
 		  "explicit debug file missing");
+	/* Named explicitly, the debug file comes first even for a file that
+	 * has its own .symtab. */
+	if (sym_open(tpath("prog_gcc5"), tpath("prog_gcc5.debug"), &f) == 0) {
+		struct sym_stats st;
+		sym_get_stats(f, &st);
+		CHECK(st.used_debug_file && st.symbol_source == 2 && st.dwarf,
+		      "explicit: debug file %d, symbols from %d, dwarf %d", st.used_debug_file,
+		      st.symbol_source, st.dwarf);
+		sym_close(f);
+	}
 }
 
 /* A function split by gcc into f and f.cold: DWARF names both parts "f";
@@ -1053,6 +1072,87 @@ static void test_corrupt(const char *src, const char *label)
 	free(orig);
 }
 
+/* A .debug_rnglists header libdwarf 20210528 would crash on (a version
+ * other than 5): the DWARF is refused whole, the symbols still work. */
+static void test_rejected(void)
+{
+	size_t len;
+	uint8_t *img = slurp(tpath("prog_gcc5"), &len);
+	struct shdr_info sh;
+	if (!img || !find_section(img, len, ".debug_rnglists", &sh) || sh.size < 12) {
+		printf("SKIP: prog_gcc5 has no .debug_rnglists\n");
+		free(img);
+		return;
+	}
+	img[sh.off + 4] = 4; /* version 5 -> 4 */
+	spit(tpath("rejected.bin"), img, len);
+	free(img);
+	struct sym_file *f;
+	int err = sym_open(tpath("rejected.bin"), NULL, &f);
+	CHECK_INT(err, 0, "open with a bad .debug_rnglists header");
+	if (err)
+		return;
+	struct sym_stats st;
+	sym_get_stats(f, &st);
+	CHECK(st.dwarf_rejected && !st.dwarf && st.cus_failed == 1 && st.symbol_source == 1,
+	      "rejected %d dwarf %d failed %zu symbols %d", st.dwarf_rejected, st.dwarf,
+	      st.cus_failed, st.symbol_source);
+	char *nm = capture("nm prog_gcc5 | awk '$3 == \"compute\" { print $1 }'");
+	uint64_t a = nm ? strtoull(nm, NULL, 16) : 0;
+	free(nm);
+	struct sym_frame fr[4];
+	CHECK_INT(sym_lookup(f, a + 1, fr, 4), 1, "symbol only");
+	CHECK_STR(fr[0].function, "compute", "name from .symtab");
+	CHECK(fr[0].file == NULL && fr[0].offset == 1, "no file, offset 1");
+	sym_close(f);
+}
+
+/* DIEs nested deeper than SYM_MAX_DIE_DEPTH (lexical blocks, 300 deep):
+ * the walk stops there, counts the CU as failed, and the rest stands. */
+static void test_deep_nesting(void)
+{
+	FILE *src = fopen(tpath("deep.c"), "w");
+	if (!src)
+		return;
+	fputs("int deep(int n)\n{\n\tint r = n;\n", src);
+	for (int i = 0; i < 300; i++)
+		fprintf(src, "\t{ volatile int v%d = r + %d; r ^= v%d;\n", i, i, i);
+	for (int i = 0; i < 300; i++)
+		fputs("\t}\n", src);
+	fputs("\treturn r;\n}\nint main(int c, char **v) { (void)v; return deep(c); }\n", src);
+	fclose(src);
+	if (!run("gcc -O0 -g -o deep deep.c")) {
+		printf("SKIP: cannot build deep.c\n");
+		return;
+	}
+	struct sym_file *f;
+	int err = sym_open(tpath("deep"), NULL, &f);
+	CHECK_INT(err, 0, "open deep");
+	if (err)
+		return;
+	struct sym_stats st;
+	sym_get_stats(f, &st);
+	CHECK(st.dwarf && st.cus_failed == 1, "deep: dwarf %d, failed CUs %zu", st.dwarf,
+	      st.cus_failed);
+	char *nm = capture("nm -S deep | awk '$4 == \"deep\" { print $1, $2 }'");
+	unsigned long long start = 0, size = 0;
+	if (nm && sscanf(nm, "%llx %llx", &start, &size) == 2) {
+		struct a2l w;
+		uint64_t a = start + size / 2;
+		struct sym_frame fr[4];
+		int n = sym_lookup(f, a, fr, 4);
+		bool ok = addr2line_with("addr2line", tpath("deep"), &a, 1, &w);
+		CHECK(ok && n == 1 && w.n == 1, "deep: %d frames, addr2line %d", n, w.n);
+		if (ok && n == 1 && w.n == 1) {
+			CHECK_STR(fr[0].function, w.fr[0].func, "deep: name");
+			CHECK_STR(fr[0].file, w.fr[0].file, "deep: file");
+			CHECK_INT(fr[0].line, w.fr[0].line, "deep: line");
+		}
+	}
+	free(nm);
+	sym_close(f);
+}
+
 /* Every allocation of sym_open failing in turn: BK_E_NOMEM or success,
  * never a crash, and (under ASan) never a leak. */
 static void test_nomem(void)
@@ -1146,6 +1246,7 @@ int main(void)
 
 	test_debug_file(have_gcc5);
 	test_default_file();
+	test_deep_nesting();
 	test_dynsym_only();
 	if (have_gcc5) {
 		test_lookup_args();
@@ -1155,6 +1256,7 @@ int main(void)
 			test_corrupt(tpath("prog_clang5"), "clang dwarf5 damaged");
 		if (run("test -f prog_gcc4"))
 			test_corrupt(tpath("prog_gcc4"), "gcc dwarf4 damaged");
+		test_rejected();
 		test_nomem();
 	}
 
