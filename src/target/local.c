@@ -99,7 +99,10 @@ int tgt_local_read(void *ctx, uint64_t addr, void *dst, size_t len)
 {
 	(void)ctx;
 	if (stack_known && addr >= stack_lo && addr < stack_hi && len <= stack_hi - addr) {
-		memcpy(dst, (const void *)(uintptr_t)addr, len);
+		if (len == 8) /* the common case: one stack slot */
+			__builtin_memcpy(dst, (const void *)(uintptr_t)addr, 8);
+		else
+			memcpy(dst, (const void *)(uintptr_t)addr, len);
 		return 0;
 	}
 	int saved = errno;

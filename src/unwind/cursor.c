@@ -24,6 +24,7 @@
 #include "unwind.h"
 
 #include "../expr/expr.h"
+#include "../target/target.h"
 
 _Static_assert(sizeof(struct uw_cursor) <= sizeof(struct bk_cursor),
 	       "struct bk_cursor is too small for the cursor");
@@ -656,10 +657,10 @@ static int step(struct uw_cursor *c)
 	 * the cached rows (code can be unloaded and other code loaded there). */
 	struct uw_module tmp;
 	struct cfi_table tmp_table;
+	struct tgt_local_object obj;
 	uint64_t tag = 0;
 	const struct uw_module *m = NULL;
-	if (s->local)
-		m = uw_local_find(s, lookup, &tmp, &tmp_table, &tag);
+	bool known = s->local && uw_local_identify(lookup, &obj, &tag);
 	bool cached = uw_cache_get(s, lookup, tag, &crow);
 
 	if (!cached) {
@@ -671,7 +672,11 @@ static int step(struct uw_cursor *c)
 		/* Not decided yet, or decided to need the full row again. */
 		if (!s->local)
 			m = uw_space_find(s, lookup);
-		int err = m ? find_row(m, lookup, &t, &cie, &row) : BK_E_NOT_FOUND;
+		else if (known)
+			m = uw_local_module(s, &obj, &tmp, &tmp_table);
+		/* BK_SPACE_NO_CFI: every PC is "no CFI" (frame pointers). */
+		int err = m && !(s->flags & BK_SPACE_NO_CFI) ? find_row(m, lookup, &t, &cie, &row)
+							     : BK_E_NOT_FOUND;
 		if (!err)
 			compile_row(a, &t->sec, &cie, &row, &crow);
 		else if (err != BK_E_NOT_FOUND)

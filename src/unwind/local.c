@@ -57,15 +57,28 @@ static bool local_module(const struct tgt_local_object *obj, struct uw_module *m
 	return true;
 }
 
+bool uw_local_identify(uint64_t pc, struct tgt_local_object *obj, uint64_t *tag)
+{
+	*tag = 0;
+	if (tgt_local_find_object(pc, obj) != 0)
+		return false;
+	*tag = (uint64_t)(uintptr_t)obj->handle ^ obj->eh_frame_hdr ^ (obj->start << 1);
+	return true;
+}
+
 const struct uw_module *uw_local_find(struct bk_space *s, uint64_t pc, struct uw_module *tmp,
 				      struct cfi_table *tmp_table, uint64_t *tag)
 {
 	struct tgt_local_object obj;
-	*tag = 0;
-	if (tgt_local_find_object(pc, &obj) != 0)
+	if (!uw_local_identify(pc, &obj, tag))
 		return NULL;
-	*tag = (uint64_t)(uintptr_t)obj.handle ^ obj.eh_frame_hdr ^ (obj.start << 1);
+	return uw_local_module(s, &obj, tmp, tmp_table);
+}
 
+const struct uw_module *uw_local_module(struct bk_space *s, const struct tgt_local_object *o,
+					struct uw_module *tmp, struct cfi_table *tmp_table)
+{
+	struct tgt_local_object obj = *o;
 	size_t h = (size_t)((obj.start >> 12) * 0x9e3779b97f4a7c15ull >> 55) % UW_LOCAL_SLOTS;
 	for (size_t probe = 0; probe < UW_LOCAL_SLOTS; probe++) {
 		struct uw_local_slot *sl = &s->local[(h + probe) % UW_LOCAL_SLOTS];

@@ -60,6 +60,22 @@ enum bk_arch bk_space_arch(const struct bk_space *s)
 	return s->arch->arch;
 }
 
+/* The flags change which stepper a PC gets, and the cache keeps that
+ * decision: every cached row goes. */
+int bk_space_set_flags(struct bk_space *s, unsigned flags)
+{
+	if (!s || (flags & ~(unsigned)BK_SPACE_NO_CFI))
+		return BK_E_INVAL;
+	if (s->static_storage)
+		return BK_E_INVAL; /* the process-wide space is shared */
+	s->flags = flags;
+	for (size_t i = 0; i < UW_CACHE_ENTRIES; i++) {
+		atomic_store(&s->cache[i].seq, 0);
+		s->cache[i].pc = 0;
+	}
+	return 0;
+}
+
 static char *dup_str(const char *p)
 {
 	size_t n = strlen(p) + 1;

@@ -100,8 +100,10 @@ static void file_problem(struct bk_target *bt, const char *path, int err)
 		add_problem(bt, "%s: cannot be used: %s", path, bk_strerror(err));
 }
 
-/* Group the map into modules and add them to the space. */
-static int add_modules(struct bk_target *bt)
+/* Group the map into modules and add them to the space. With ONLY_NEW, a
+ * module the space already has (same start, same path) is kept as it is;
+ * *ADDED (may be NULL) counts the modules added. */
+static int add_modules(struct bk_target *bt, bool only_new, size_t *added)
 {
 	struct bk_space *s = bt->space;
 	struct tgt *t = bt->tgt;
@@ -119,6 +121,11 @@ static int add_modules(struct bk_target *bt)
 		 * "[vdso]", "[stack]" or anonymous. */
 		bool is_file = first->path[0] && first->path[0] != '[';
 		bool is_vdso = strcmp(first->path, "[vdso]") == 0;
+		if (exec && (is_file || is_vdso) && only_new) {
+			const struct uw_module *have = uw_space_find(s, first->start);
+			if (have && have->start == first->start && !strcmp(have->path, first->path))
+				exec = false;
+		}
 		if (exec && (is_file || is_vdso)) {
 			struct bk_elf *elf = NULL;
 			int oerr = 0;
@@ -133,6 +140,8 @@ static int add_modules(struct bk_target *bt)
 			int err = uw_space_add(s, first->start, last->end, base, first->path, elf);
 			if (err)
 				return err;
+			if (added)
+				++*added;
 		}
 		i = j;
 	}
@@ -145,7 +154,7 @@ static int compose(struct bk_target *bt)
 	static const struct bk_target_ops ops = { sizeof(ops), tgt_read_mem };
 	int err = bk_space_create(bt->tgt->arch->arch, &ops, bt->tgt, &bt->space);
 	if (!err)
-		err = add_modules(bt);
+		err = add_modules(bt, false, NULL);
 	return err;
 }
 
@@ -183,6 +192,23 @@ int uw_target_adopt(int pid, const int *tids, size_t n, struct bk_target **out)
 	}
 	*out = bt;
 	return 0;
+}
+
+int uw_target_refresh(struct bk_target *bt, size_t *added)
+{
+	*added = 0;
+	if (!bt->tgt->pid)
+		return 0;
+	tgt_free_maps(bt->tgt);
+	int err = tgt_read_maps(bt->tgt);
+	if (!err)
+		err = add_modules(bt, true, added);
+	return err;
+}
+
+void uw_target_invalidate(struct bk_target *bt)
+{
+	tgt_invalidate(bt->tgt);
 }
 
 int bk_target_open_core(const char *core, const char *exe, struct bk_target **out)

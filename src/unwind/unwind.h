@@ -133,10 +133,18 @@ struct bk_space {
 	 * above owns the contents; the space only carries them. */
 	void *sym_state;
 	void (*sym_state_free)(void *);
+	unsigned flags;        /* enum bk_space_flags */
 };
 
 /* The module of this process holding PC: a slot, or TMP filled for this
- * use when every slot is taken; *TAG names it for the cache. AS-safe. */
+ * use when every slot is taken; *TAG names it for the cache. AS-safe.
+ * uw_local_identify is the cheap half (the dynamic linker's answer and the
+ * tag); uw_local_module the other (the slot, filled on first use). */
+struct tgt_local_object;
+BK_HIDDEN bool uw_local_identify(uint64_t pc, struct tgt_local_object *obj, uint64_t *tag);
+BK_HIDDEN const struct uw_module *uw_local_module(struct bk_space *s,
+						  const struct tgt_local_object *obj,
+						  struct uw_module *tmp, struct cfi_table *tmp_table);
 BK_HIDDEN const struct uw_module *uw_local_find(struct bk_space *s, uint64_t pc,
 						struct uw_module *tmp, struct cfi_table *tmp_table,
 						uint64_t *tag);
@@ -156,6 +164,15 @@ BK_HIDDEN void uw_cache_put(struct bk_space *s, uint64_t pc, uint64_t tag, const
 /* A bk_target over threads the caller already traces and has stopped (the
  * tracer is `backstep run`); closing it detaches nothing. Cold. */
 BK_HIDDEN int uw_target_adopt(int pid, const int *tids, size_t n, struct bk_target **out);
+/* For a target kept across many walks of a live process that runs between
+ * them (the validator). Refresh: re-read /proc/PID/maps and add the modules
+ * that are new (new code was mapped); modules already there, with their
+ * tables and cached rows, stay. Modules unmapped meanwhile stay too, until
+ * a new one overlaps them. *ADDED counts the modules added. Invalidate:
+ * forget the cached target memory before a walk. Neither touches the
+ * threads' registers (the caller has fresher ones). Cold. */
+BK_HIDDEN int uw_target_refresh(struct bk_target *bt, size_t *added);
+BK_HIDDEN void uw_target_invalidate(struct bk_target *bt);
 
 /* ---- Cursor --------------------------------------------------------------- */
 
