@@ -17,6 +17,10 @@
  * the CFA of the frame last stepped out of), except across
  * a signal frame (else BK_E_LOOP); at most BK_MAX_FRAMES frames; every read
  * of target memory goes through the space's read_mem callback and may fail.
+ * Registers saved in memory are read when first needed, not at each step
+ * (c->lazy): a walk that only wants PCs reads the return address and the
+ * few slots later CFA rules use, not every callee-saved register of every
+ * frame. The PC is never lazy.
  * A register whose rule is undefined is absent in the caller, never zero;
  * a register with no rule keeps its value only if the ABI says it is
  * callee-saved. Everything here is AS-safe: no allocation, locks or errno.
@@ -50,6 +54,45 @@ static int read_word(struct bk_space *s, uint64_t addr, uint64_t *v)
 		return err < 0 ? err : BK_E_MEMORY;
 	*v = w;
 	return 0;
+}
+
+/* The value of valid SLOT, reading it now if it is still lazy. */
+static int resolve(struct uw_cursor *c, unsigned slot, uint64_t *v)
+{
+	if (c->lazy & SLOT_BIT(slot)) {
+		uint64_t w;
+		int err = read_word(c->space, c->regs[slot], &w);
+		if (err)
+			return err;
+		c->regs[slot] = w;
+		c->lazy &= ~SLOT_BIT(slot);
+	}
+	*v = c->regs[slot];
+	return 0;
+}
+
+/* Read every lazy slot; one that cannot be read is no longer valid. */
+static void resolve_all(struct uw_cursor *c)
+{
+	uint64_t todo = c->lazy & c->valid;
+	for (unsigned i = 0; todo >> i; i++) {
+		uint64_t v;
+		if ((todo >> i & 1) && resolve(c, i, &v) != 0) {
+			c->valid &= ~SLOT_BIT(i);
+			c->lazy &= ~SLOT_BIT(i);
+		}
+	}
+}
+
+/* The value of SLOT without changing the cursor (for the const accessors). */
+static bool peek(const struct uw_cursor *c, unsigned slot, uint64_t *v)
+{
+	if (slot == ARCH_NO_SLOT || !(c->valid & SLOT_BIT(slot)))
+		return false;
+	if (c->lazy & SLOT_BIT(slot))
+		return read_word(c->space, c->regs[slot], v) == 0;
+	*v = c->regs[slot];
+	return true;
 }
 
 static unsigned pc_slot(const struct arch_info *a)
@@ -91,7 +134,9 @@ uint64_t bk_cursor_pc(const struct bk_cursor *bc)
 uint64_t bk_cursor_sp(const struct bk_cursor *bc)
 {
 	const struct uw_cursor *c = ccur(bc);
-	return c->regs[arch_slot(c->space->arch, c->space->arch->sp_reg)];
+	uint64_t v = 0;
+	peek(c, arch_slot(c->space->arch, c->space->arch->sp_reg), &v);
+	return v;
 }
 
 enum bk_frame_how bk_cursor_how(const struct bk_cursor *bc)
@@ -114,11 +159,7 @@ uint64_t bk_cursor_lookup_pc(const struct bk_cursor *bc)
 int bk_cursor_reg(const struct bk_cursor *bc, unsigned regno, uint64_t *value)
 {
 	const struct uw_cursor *c = ccur(bc);
-	unsigned slot = arch_slot(c->space->arch, regno);
-	if (slot == ARCH_NO_SLOT || !(c->valid & SLOT_BIT(slot)))
-		return 0;
-	*value = c->regs[slot];
-	return 1;
+	return peek(c, arch_slot(c->space->arch, regno), value) ? 1 : 0;
 }
 
 void bk_cursor_regs(const struct bk_cursor *bc, struct bk_regs *out)
@@ -126,9 +167,11 @@ void bk_cursor_regs(const struct bk_cursor *bc, struct bk_regs *out)
 	const struct uw_cursor *c = ccur(bc);
 	const struct arch_info *a = c->space->arch;
 	memset(out->valid, 0, sizeof(out->valid));
-	for (unsigned i = 0; i < a->nslots; i++)
-		if (c->valid & SLOT_BIT(i))
-			bk_regs_set(out, a->slot_regno[i], c->regs[i]);
+	for (unsigned i = 0; i < a->nslots; i++) {
+		uint64_t v;
+		if (peek(c, i, &v))
+			bk_regs_set(out, a->slot_regno[i], v);
+	}
 }
 
 const char *bk_how_name(enum bk_frame_how how)
@@ -158,7 +201,10 @@ static int step_signal(struct uw_cursor *c)
 	struct bk_space *s = c->space;
 	const struct arch_info *a = s->arch;
 	const struct arch_sigframe *sf = &a->sigframe;
-	uint64_t sp = c->regs[arch_slot(a, a->sp_reg)];
+	uint64_t sp;
+	int rerr = resolve(c, arch_slot(a, a->sp_reg), &sp);
+	if (rerr)
+		return rerr;
 	uint64_t gregs = sp + sf->ucontext_off + sf->gregs_off;
 	uint64_t regs[ARCH_MAX_SLOTS];
 	uint64_t valid = 0;
@@ -175,6 +221,7 @@ static int step_signal(struct uw_cursor *c)
 	c->cfa = sp;
 	memcpy(c->regs, regs, sizeof(regs));
 	c->valid = valid;
+	c->lazy = 0;
 	c->how = BK_HOW_SIGNAL;
 	c->at_pc = 1;
 	return 1;
@@ -364,33 +411,42 @@ static int step_fast(struct uw_cursor *c, const struct uw_crow *r)
 	struct bk_space *s = c->space;
 	const struct arch_info *a = s->arch;
 	uint64_t vals[UW_CROW_SAVED];
-	uint64_t set = 0, cfa;
+	uint64_t set = 0, lazy_new = 0, cfa, base;
 	int err;
 
 	if (r->ra_undefined)
 		return 0;
 	if (!(c->valid & SLOT_BIT(r->cfa_slot)))
 		return BK_E_BAD_REG;
-	cfa = c->regs[r->cfa_slot] + (uint64_t)r->cfa_off;
+	if ((err = resolve(c, r->cfa_slot, &base)))
+		return err;
+	cfa = base + (uint64_t)r->cfa_off;
 	for (unsigned i = 0; i < r->nsaved; i++) {
-		unsigned slot = r->saved[i].slot;
+		unsigned slot = r->saved[i].slot, from;
 		switch (r->saved[i].kind) {
 		case BK_RULE_OFFSET:
-			if ((err = read_word(s, cfa + (uint64_t)(int64_t)r->saved[i].off, &vals[i])))
-				return err;
+			/* Remember where it is; only the return address is read now. */
+			vals[i] = cfa + (uint64_t)(int64_t)r->saved[i].off;
+			if (slot == r->ra_slot) {
+				if ((err = read_word(s, vals[i], &vals[i])))
+					return err;
+			} else {
+				lazy_new |= SLOT_BIT(slot);
+			}
 			break;
 		case BK_RULE_VAL_OFFSET:
 			vals[i] = cfa + (uint64_t)(int64_t)r->saved[i].off;
 			break;
 		case BK_RULE_SAME_VALUE:
-			if (!(c->valid & SLOT_BIT(slot)))
-				continue;
-			vals[i] = c->regs[slot];
-			break;
 		case BK_RULE_REGISTER:
-			if (!(c->valid & SLOT_BIT(r->saved[i].reg_slot)))
+			from = r->saved[i].kind == BK_RULE_REGISTER ? r->saved[i].reg_slot : slot;
+			if (!(c->valid & SLOT_BIT(from)))
 				continue;
-			vals[i] = c->regs[r->saved[i].reg_slot];
+			if (slot == r->ra_slot && (err = resolve(c, from, &vals[i])))
+				return err;
+			vals[i] = c->regs[from];
+			if (c->lazy & SLOT_BIT(from))
+				lazy_new |= SLOT_BIT(slot);
 			break;
 		default: /* undefined */
 			continue;
@@ -408,7 +464,8 @@ static int step_fast(struct uw_cursor *c, const struct uw_crow *r)
 			return 0;
 		ra = vals[r->ra_index];
 	} else if (c->valid & SLOT_BIT(r->ra_slot)) {
-		ra = c->regs[r->ra_slot];
+		if ((err = resolve(c, r->ra_slot, &ra)))
+			return err;
 	} else {
 		return 0;
 	}
@@ -416,19 +473,25 @@ static int step_fast(struct uw_cursor *c, const struct uw_crow *r)
 		return BK_E_LOOP;
 
 	uint64_t valid = c->valid & a->callee_saved_slots & ~r->ruled;
+	uint64_t lazy = c->lazy & valid;
 	for (unsigned i = 0; i < r->nsaved; i++)
 		if (set >> i & 1) {
-			c->regs[r->saved[i].slot] = vals[i];
-			valid |= SLOT_BIT(r->saved[i].slot);
+			unsigned slot = r->saved[i].slot;
+			c->regs[slot] = vals[i];
+			valid |= SLOT_BIT(slot);
+			lazy = (lazy & ~SLOT_BIT(slot)) | (lazy_new & SLOT_BIT(slot));
 		}
 	unsigned sps = arch_slot(a, a->sp_reg), pcs = pc_slot(a);
 	if (!(r->ruled & SLOT_BIT(sps))) {
 		c->regs[sps] = cfa;
 		valid |= SLOT_BIT(sps);
+		lazy &= ~SLOT_BIT(sps);
 	}
 	c->regs[pcs] = r->ra_signed ? strip_pac(ra) : ra;
 	valid |= SLOT_BIT(pcs);
+	lazy &= ~SLOT_BIT(pcs);
 	c->valid = valid;
+	c->lazy = lazy;
 	c->cfa = cfa;
 	c->how = BK_HOW_CFI;
 	c->at_pc = 0;
@@ -447,6 +510,7 @@ static int step_cfi(struct uw_cursor *c, const struct uw_crow *crow, const struc
 
 	if (crow->ra_undefined)
 		return 0;
+	resolve_all(c); /* expressions and the ABI defaults want values */
 	if ((err = apply_full_row(c, sec, cie, row, regs, &valid, &cfa)))
 		return err;
 
@@ -479,6 +543,7 @@ static int step_cfi(struct uw_cursor *c, const struct uw_crow *crow, const struc
 	c->cfa = cfa;
 	memcpy(c->regs, regs, sizeof(regs));
 	c->valid = valid;
+	c->lazy = 0;
 	c->how = BK_HOW_CFI;
 	c->at_pc = 0;
 	return 1;
@@ -555,14 +620,18 @@ static int finish_fallback(struct uw_cursor *c, uint64_t cfa, uint64_t ra, bool 
 	if (c->depth > 0 && c->how != BK_HOW_SIGNAL && cfa <= c->cfa)
 		return BK_E_LOOP;
 	uint64_t valid = a->callee_saved_slots & c->valid;
+	uint64_t lazy = c->lazy & valid;
 	if (fp_saved) {
 		c->regs[fps] = fp;
 		valid |= SLOT_BIT(fps);
+		lazy &= ~SLOT_BIT(fps);
 	}
 	c->regs[sps] = cfa;
 	c->regs[pcs] = a->arch == BK_ARCH_AARCH64 ? strip_pac(ra) : ra;
 	valid |= SLOT_BIT(sps) | SLOT_BIT(pcs);
+	lazy &= ~(SLOT_BIT(sps) | SLOT_BIT(pcs));
 	c->valid = valid;
+	c->lazy = lazy;
 	c->cfa = cfa;
 	c->how = how;
 	c->at_pc = 0;
@@ -587,9 +656,14 @@ static int step_nocfi(struct uw_cursor *c)
 	struct bk_space *s = c->space;
 	const struct arch_info *a = s->arch;
 	unsigned sps = arch_slot(a, a->sp_reg), fps = arch_slot(a, a->fp_reg), pcs = pc_slot(a);
-	uint64_t sp = c->regs[sps], pc = c->regs[pcs], w = a->addr_size;
-	uint64_t ra, fp;
+	uint64_t sp, pc = c->regs[pcs], w = a->addr_size;
+	uint64_t ra, fp, ignored;
 	int err;
+
+	if ((err = resolve(c, sps, &sp)))
+		return err;
+	if ((c->valid & SLOT_BIT(fps)) && resolve(c, fps, &ignored) != 0)
+		c->valid &= ~SLOT_BIT(fps); /* unreadable: no chain to follow */
 
 	if (a->arch == BK_ARCH_X86_64 && c->at_pc) {
 		uint8_t code[5] = { 0 };

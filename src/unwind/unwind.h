@@ -168,9 +168,11 @@ BK_HIDDEN int uw_target_adopt(int pid, const int *tids, size_t n, struct bk_targ
  * them (the validator). Refresh: re-read /proc/PID/maps and add the modules
  * that are new (new code was mapped); modules already there, with their
  * tables and cached rows, stay. Modules unmapped meanwhile stay too, until
- * a new one overlaps them. *ADDED counts the modules added. Invalidate:
- * forget the cached target memory before a walk. Neither touches the
- * threads' registers (the caller has fresher ones). Cold. */
+ * a new one overlaps them. *ADDED counts the modules added. The caller
+ * refreshes after every mmap, munmap, mprotect and mremap. Invalidate:
+ * before a walk, forget the cached target memory that may have changed
+ * (everything but read-only mappings). Neither touches the threads'
+ * registers (the caller has fresher ones). Cold. */
 BK_HIDDEN int uw_target_refresh(struct bk_target *bt, size_t *added);
 BK_HIDDEN void uw_target_invalidate(struct bk_target *bt);
 
@@ -180,6 +182,8 @@ struct uw_cursor {
 	struct bk_space *space;
 	uint64_t regs[ARCH_MAX_SLOTS];
 	uint64_t valid;      /* mask over slots */
+	uint64_t lazy;       /* valid slots whose regs[] still holds the address the
+				value was saved at: read when first needed */
 	uint64_t cfa;        /* of the current frame, once a step computed it */
 	uint32_t depth;
 	uint8_t how;         /* enum bk_frame_how */
