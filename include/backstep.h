@@ -185,6 +185,18 @@ BK_API int bk_space_create(enum bk_arch arch, const struct bk_target_ops *ops, v
 BK_API void bk_space_destroy(struct bk_space *space);
 BK_API enum bk_arch bk_space_arch(const struct bk_space *space);
 
+/* Options of a space, for measuring rather than for everyday walks. */
+enum bk_space_flags {
+	/* Never use call-frame information: walks see signal frames and
+	 * frame pointers only (and, for an interrupted frame, the scan),
+	 * which is what a frame-pointer unwinder would get. Used by
+	 * `backstep validate --method fp`. */
+	BK_SPACE_NO_CFI = 1u << 0,
+};
+/* Replace the space's flags (enum bk_space_flags, or-ed) and drop its cached
+ * rows. BK_E_INVAL for unknown bits. Cold: no walk may run meanwhile. */
+BK_API int bk_space_set_flags(struct bk_space *space, unsigned flags);
+
 /* A snapshot: copies of some of a target's memory (typically its stack from
  * SP up, as a sampling profiler captures it), read back for an offline walk.
  * The regions are referenced, not copied: they must outlive the space. Reads

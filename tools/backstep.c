@@ -79,6 +79,10 @@ static void usage(FILE *f)
 	      "  run [-r] [--json] -- CMD [ARGS...]\n"
 	      "        run CMD; if a signal is about to kill it, print every thread's\n"
 	      "        stack first\n"
+	      "  validate [--only MODULE|FUNCTION] [--from FUNCTION] [--method cfi|fp]\n"
+	      "           [--max-frames N] [--json] [-q] -- PROGRAM [ARGS...]\n"
+	      "        run PROGRAM single-stepped and check the unwind at every\n"
+	      "        instruction of its code against a shadow stack\n"
 	      "  help  this text\n",
 	      f);
 }
@@ -98,6 +102,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "core"))
 		return cmd_core(argc - 1, argv + 1);
+	if (!strcmp(cmd, "validate"))
+		return cmd_validate(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		usage(stdout);
 		return 0;

@@ -18,6 +18,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_pid(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_core(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
 
 /* Stacks (stack.c). */
 #include <signal.h>

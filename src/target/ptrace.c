@@ -298,6 +298,37 @@ int tgt_ptrace_adopt(int pid, const int *tids, size_t n, struct tgt **out)
 	return 0;
 }
 
+/* Is every byte of B in one mapping that cannot be written? */
+static bool block_read_only(const struct tgt *t, const struct block *b)
+{
+	size_t lo = 0, hi = t->nmaps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->maps[mid].start <= b->addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return false;
+	const struct tgt_mapping *m = &t->maps[lo - 1];
+	return !m->w && b->addr + b->len <= m->end;
+}
+
+void tgt_invalidate(struct tgt *t, bool all)
+{
+	if (!t || t->ops != &ptrace_ops)
+		return;
+	struct ptrace_priv *p = t->priv;
+	for (unsigned i = 0; i < NBLOCKS; i++) {
+		struct block *b = &p->blocks[i];
+		if (b->len && !all && block_read_only(t, b))
+			continue;
+		b->addr = 0;
+		b->len = 0;
+	}
+}
+
 int tgt_read_mem(void *ctx, uint64_t addr, void *dst, size_t len)
 {
 	struct tgt *t = ctx;

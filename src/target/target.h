@@ -87,6 +87,14 @@ BK_HIDDEN void tgt_regs_x86_64(const uint64_t user_regs[TGT_X86_64_USER_REGS], s
  * stopped (backstep run): nothing is attached, and closing detaches nothing. */
 BK_HIDDEN int tgt_ptrace_adopt(int pid, const int *tids, size_t n, struct tgt **out);
 
+/* Forget the memory a live target has cached: the process ran since it was
+ * read (a validator stepping it between walks). Unless ALL, blocks lying
+ * wholly in a mapping without write permission (code, read-only data) are
+ * kept: the caller promises t->maps is current (it re-reads the map after
+ * any mmap, munmap, mprotect or mremap, and then passes ALL). Registers and
+ * the map are left alone. Nothing to do for other targets. */
+BK_HIDDEN void tgt_invalidate(struct tgt *t, bool all);
+
 /* Read target memory: 0 or BK_E_MEMORY. Shaped as bk_target_ops.read_mem. */
 BK_HIDDEN int tgt_read_mem(void *t, uint64_t addr, void *dst, size_t len);
 

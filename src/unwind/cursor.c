@@ -149,11 +149,18 @@ unsigned bk_cursor_depth(const struct bk_cursor *bc)
 	return ccur(bc)->depth;
 }
 
+static bool is_sigtramp(struct bk_space *s, uint64_t pc);
+
 uint64_t bk_cursor_lookup_pc(const struct bk_cursor *bc)
 {
 	const struct uw_cursor *c = ccur(bc);
 	uint64_t pc = bk_cursor_pc(bc);
-	return c->at_pc || pc == 0 ? pc : pc - 1;
+	/* The sigreturn trampoline was never called: its "return address" is
+	 * its first instruction (glibc starts its FDE a byte early for the
+	 * unwinders that subtract; symbols do not). */
+	if (c->at_pc || pc == 0 || is_sigtramp(c->space, pc))
+		return pc;
+	return pc - 1;
 }
 
 int bk_cursor_reg(const struct bk_cursor *bc, unsigned regno, uint64_t *value)
@@ -591,6 +598,27 @@ static bool follows_call(struct bk_space *s, uint64_t ra)
 	return false;
 }
 
+/* The target of the direct call ending right before RA: x86-64 `call
+ * rel32`, AArch64 `BL`. False for indirect calls and anything else. */
+static bool call_target(struct bk_space *s, uint64_t ra, uint64_t *target)
+{
+	if (s->arch->arch == BK_ARCH_AARCH64) {
+		uint32_t insn;
+		if (ra < 4 || s->ops.read_mem(s->ctx, ra - 4, &insn, 4) != 0 ||
+		    (insn & 0xfc000000u) != 0x94000000u)
+			return false;
+		*target = ra - 4 + (uint64_t)(base_sext(insn & 0x3ffffffu, 26) * 4);
+		return true;
+	}
+	uint8_t code[5];
+	if (ra < 5 || s->ops.read_mem(s->ctx, ra - 5, code, 5) != 0 || code[0] != 0xe8)
+		return false;
+	uint32_t rel = (uint32_t)code[1] | (uint32_t)code[2] << 8 | (uint32_t)code[3] << 16 |
+		       (uint32_t)code[4] << 24;
+	*target = ra + (uint64_t)base_sext(rel, 32);
+	return true;
+}
+
 /* A value that could be a return address: inside a known module, right
  * after a call. */
 static bool plausible_ra(struct bk_space *s, uint64_t ra)
@@ -648,9 +676,11 @@ static int finish_fallback(struct uw_cursor *c, uint64_t cfa, uint64_t ra, bool 
  *
  * A frame that was interrupted (the innermost, or one after a signal frame)
  * may be in code that keeps no frame pointer at all (_init, PLT stubs,
- * assembly): there the chain is used only if its return address is
- * plausible, and otherwise the stack is scanned upward from SP, at most
- * SCAN_WORDS words, for the first plausible return address (BK_HOW_SCAN). */
+ * assembly). There, in order: a plausible return address below the frame
+ * record whose direct call targets code at or before the PC (the call into
+ * the function we are in); the chain, if its return address is plausible;
+ * the first plausible return address above SP. Scans stop after SCAN_WORDS
+ * words; frames found by scanning are tagged BK_HOW_SCAN. */
 static int step_nocfi(struct uw_cursor *c)
 {
 	struct bk_space *s = c->space;
@@ -696,6 +726,19 @@ static int step_nocfi(struct uw_cursor *c)
 		if (!chain)
 			return BK_E_NO_UNWIND;
 		return finish_fallback(c, frame + 2 * w, ra, true, fp, BK_HOW_FP);
+	}
+	/* A function that keeps no frame pointer leaves rbp to its caller, whose
+	 * record would skip a frame. Prefer a return address near SP whose
+	 * direct call targets code at or before the PC (the function we are
+	 * in), below the frame record. */
+	for (unsigned i = 0; i < SCAN_WORDS; i++) {
+		uint64_t slot = sp + i * w, v;
+		if ((chain && slot >= frame) || read_word(s, slot, &v))
+			break;
+		uint64_t target;
+		if (call_target(s, v, &target) && target <= pc && pc - target < 0x10000 &&
+		    plausible_ra(s, v))
+			return finish_fallback(c, slot + w, v, false, 0, BK_HOW_SCAN);
 	}
 	if (chain && plausible_ra(s, ra))
 		return finish_fallback(c, frame + 2 * w, ra, true, fp, BK_HOW_FP);

@@ -13,6 +13,10 @@
  * modules with an executable mapping are kept; a module whose file cannot
  * be used is kept by name, and the reason becomes one of the target's
  * problem lines.
+ *
+ * A live target can be kept across many walks while the process runs in
+ * between (the validator): uw_target_refresh re-reads the map and adds only
+ * the modules that are new, uw_target_invalidate drops the cached memory.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -62,12 +66,36 @@ static void add_problem(struct bk_target *bt, const char *fmt, ...)
 static struct bk_elf *open_image_from_memory(struct tgt *t, uint64_t start, uint64_t end)
 {
 	size_t len = (size_t)(end - start);
-	if (len == 0 || len > (64u << 20))
+	if (len < 64 || len > (64u << 20))
 		return NULL;
 	uint8_t *img = base_alloc(len);
 	struct bk_elf *elf = NULL;
-	if (img && tgt_read_mem(t, start, img, len) == 0)
+	/* Page by page: pages the target does not have (gaps between
+	 * segments, what a core left out) read as zeros; the first page, with
+	 * the ELF and program headers, must be there. */
+	bool ok = img != NULL;
+	for (size_t off = 0; ok && off < len; off += 4096) {
+		size_t n = len - off < 4096 ? len - off : 4096;
+		if (tgt_read_mem(t, start + off, img + off, n) != 0) {
+			if (off == 0)
+				ok = false;
+			memset(img + off, 0, n);
+		}
+	}
+	if (ok) {
+		/* A loaded image rarely holds its section headers (they sit at
+		 * the end of the file, outside every PT_LOAD): forget a table
+		 * that lies outside, so the loader finds .eh_frame through
+		 * PT_GNU_EH_FRAME instead of calling the image truncated. */
+		if (img[4] == 2 /* ELFCLASS64 */) {
+			uint64_t shoff, n = 0;
+			memcpy(&shoff, img + 0x28, 8);
+			memcpy(&n, img + 0x3c, 2);
+			if (shoff > len || n * 64 > len - shoff)
+				memset(img + 0x28, 0, 8), memset(img + 0x3c, 0, 4);
+		}
 		bk_elf_open_memory(img, len, &elf);
+	}
 	base_free(img);
 	return elf;
 }
@@ -133,8 +161,17 @@ static int add_modules(struct bk_target *bt, bool only_new, size_t *added)
 				elf = open_image_from_memory(t, first->start, last->end);
 			else if (t->map_check && t->map_check[i] == TGT_FILE_DIFFERS)
 				add_problem(bt, "%s: build-id differs from the core's; not used", first->path);
-			else if (!(elf = open_mapped_file(t, first, &oerr)))
-				file_problem(bt, first->path, oerr);
+			else if (!(elf = open_mapped_file(t, first, &oerr))) {
+				/* A deleted or missing file: its image may still be in
+				 * the target's memory (gcore keeps the pages of deleted
+				 * libraries); its unwind tables are then read there. */
+				elf = open_image_from_memory(t, first->start, last->end);
+				if (elf)
+					add_problem(bt, "%s: file not found; using its image in memory",
+						    first->path);
+				else
+					file_problem(bt, first->path, oerr);
+			}
 			/* A file mapped from offset 0 has its ELF header there. */
 			uint64_t base = first->start - first->offset;
 			int err = uw_space_add(s, first->start, last->end, base, first->path, elf);
@@ -199,6 +236,7 @@ int uw_target_refresh(struct bk_target *bt, size_t *added)
 	*added = 0;
 	if (!bt->tgt->pid)
 		return 0;
+	tgt_invalidate(bt->tgt, true); /* cached blocks may be of the old map */
 	tgt_free_maps(bt->tgt);
 	int err = tgt_read_maps(bt->tgt);
 	if (!err)
@@ -208,7 +246,7 @@ int uw_target_refresh(struct bk_target *bt, size_t *added)
 
 void uw_target_invalidate(struct bk_target *bt)
 {
-	tgt_invalidate(bt->tgt);
+	tgt_invalidate(bt->tgt, false);
 }
 
 int bk_target_open_core(const char *core, const char *exe, struct bk_target **out)

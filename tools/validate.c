@@ -1,0 +1,493 @@
+/* backstep validate [options] -- PROGRAM ARGS: run PROGRAM single-stepped,
+ * unwind it at every instruction of the checked code and compare each walk
+ * with a shadow stack kept from the calls and returns it executed (the
+ * oracle; src/validate does the work). Prints the counts, then every
+ * mismatch grouped by the function whose unwind information was wrong,
+ * with the instruction, the CFI row in force, and what was expected and
+ * got. Where no CFI covers the code the unwinder falls back to frame
+ * pointers and can only guess: its wrong guesses are listed apart and fail
+ * the run only with --strict (`backstep check` lists such gaps statically).
+ * Exit status: 0 no mismatch, 1 mismatches, 2 the run could not be made
+ * (or checking never started), 130 interrupted before any mismatch.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "out.h"
+
+#ifdef BK_HAVE_VALIDATE
+#include "../src/validate/val.h"
+
+#define MAX_ONLY 64
+
+static const char usage_text[] =
+	"usage: backstep validate [--only MODULE|FUNCTION[,...]] [--from FUNCTION]\n"
+	"                         [--method cfi|fp] [--max-frames N] [--strict] [--json] [-q]\n"
+	"                         -- PROGRAM [ARGS...]\n";
+
+/* With --method fp every frame is a guess: no separate "without CFI" list. */
+static bool fp_method;
+
+/* A mismatch the fallback made where no CFI covers the culprit. */
+static bool is_nocfi(const struct val_mismatch *m)
+{
+	return m->nocfi && !fp_method;
+}
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	cli_interrupted = 1;
+}
+
+static bool tty_progress;
+
+static void show_progress(void *ctx, const struct val_stats *st)
+{
+	(void)ctx;
+	double s = st->seconds > 0 ? st->seconds : 1;
+	fprintf(stderr, "%sbackstep: validate: %.0f s, %llu instructions stepped (%.0f/s), "
+		"%llu checked, %llu mismatches%s",
+		tty_progress ? "\r" : "", st->seconds, (unsigned long long)st->insns_stepped,
+		(double)st->insns_stepped / s, (unsigned long long)st->insns_checked,
+		(unsigned long long)st->bad_insns, tty_progress ? "" : "\n");
+}
+
+static const char *kind_name(enum val_kind k)
+{
+	switch (k) {
+	case VAL_VALUES: return "values";
+	case VAL_WALK_SHORT: return "walk-ended-early";
+	case VAL_WALK_LONG: return "walk-too-long";
+	case VAL_WALK_ERROR: return "walk-ended-with-error";
+	}
+	return "?";
+}
+
+/* Order of the report: image, module, function, culprit address. */
+static int cmp_str(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "");
+}
+
+static int cmp_mm(const void *pa, const void *pb)
+{
+	const struct val_mismatch *a = *(const struct val_mismatch *const *)pa;
+	const struct val_mismatch *b = *(const struct val_mismatch *const *)pb;
+	int c;
+	if (is_nocfi(a) != is_nocfi(b))
+		return is_nocfi(a) ? 1 : -1;
+	if (a->image != b->image)
+		return a->image < b->image ? -1 : 1;
+	if ((c = cmp_str(a->module, b->module)) || (c = cmp_str(a->function, b->function)))
+		return c;
+	return a->culprit_pc < b->culprit_pc ? -1 : a->culprit_pc > b->culprit_pc;
+}
+
+static void out_where(const char *fn, uint64_t off, uint64_t pc)
+{
+	if (fn) {
+		out_s(fn);
+		out_s("+0x");
+		out_x64(off, 1);
+		out_s(" (");
+		out_addr(pc);
+		out_c(')');
+	} else {
+		out_addr(pc);
+	}
+}
+
+static void out_value(const struct val_diff *d, bool expected)
+{
+	if (d->regno == VAL_HOW) {
+		out_s(bk_how_name((enum bk_frame_how)(expected ? d->expected : d->got)));
+		return;
+	}
+	if (!expected && !d->got_valid) {
+		out_s("not recovered");
+		return;
+	}
+	out_addr(expected ? d->expected : d->got);
+}
+
+static void print_text_mm(const struct val_mismatch *m)
+{
+	out_s("  ");
+	out_where(m->function, m->offset, m->culprit_pc);
+	out_s(": ");
+	out_s(m->culprit_insn ? m->culprit_insn : "?");
+	out_s("\n    row: ");
+	out_s(m->row ? m->row : "?");
+	out_s("\n    at ");
+	out_u64(m->count);
+	out_s(" checked instruction(s), ");
+	out_u64(m->pcs);
+	out_s(" distinct; first at ");
+	out_where(m->insn_function, m->insn_offset, m->insn_pc);
+	out_s(" `");
+	out_s(m->insn_text ? m->insn_text : "?");
+	out_s("` (thread ");
+	out_u64((uint64_t)m->tid);
+	if (m->insn_module && m->module && strcmp(m->insn_module, m->module)) {
+		out_s(", in ");
+		out_s(m->insn_module);
+	}
+	out_s(")\n    frame ");
+	out_u64(m->frame);
+	switch (m->kind) {
+	case VAL_VALUES:
+		out_s(" [");
+		out_s(bk_how_name(m->how));
+		out_s(m->lazy ? "] (wrong only when read here, not when read at every frame):" : "]:");
+		for (unsigned i = 0; i < m->ndiffs; i++) {
+			const struct val_diff *d = &m->diffs[i];
+			out_s(i ? ", " : " ");
+			out_s(d->regno == VAL_REG_PC ? "pc" : d->regno == VAL_REG_SP ? "sp (cfa)"
+							  : val_reg_name(d->regno));
+			out_s(" expected ");
+			out_value(d, true);
+			out_s(" got ");
+			out_value(d, false);
+		}
+		break;
+	case VAL_WALK_SHORT:
+		out_s(": the walk ended (");
+		out_s(m->step_result ? bk_strerror(m->step_result) : "outermost frame");
+		out_s(") where the caller at ");
+		out_addr(m->diffs[0].expected);
+		out_s(" was expected");
+		break;
+	case VAL_WALK_LONG:
+		out_s(": the walk went on past the outermost frame, to ");
+		out_addr(m->diffs[0].got);
+		out_s(" [");
+		out_s(bk_how_name(m->how));
+		out_c(']');
+		break;
+	case VAL_WALK_ERROR:
+		out_s(": the walk ended with an error at the outermost frame: ");
+		out_s(bk_strerror(m->step_result));
+		break;
+	}
+	out_c('\n');
+}
+
+static void print_text(const struct val_result *res, const struct val_mismatch **order,
+		       const char *method)
+{
+	const struct val_stats *st = &res->stats;
+	double s = st->seconds > 0 ? st->seconds : 1e-9;
+	out_fmt("method %s; %.2f s\n", method, st->seconds);
+	out_fmt("  instructions stepped  %llu (%.0f/s)\n", (unsigned long long)st->insns_stepped,
+		(double)st->insns_stepped / s);
+	out_fmt("  instructions checked  %llu (%.0f/s), %llu distinct\n",
+		(unsigned long long)st->insns_checked, (double)st->insns_checked / s,
+		(unsigned long long)st->distinct_pcs);
+	out_fmt("  frames checked        %llu (%llu made without CFI)\n",
+		(unsigned long long)st->frames_checked, (unsigned long long)st->frames_fallback);
+	out_fmt("  registers checked     %llu\n", (unsigned long long)st->regs_checked);
+	out_fmt("  walk ends checked     %llu\n", (unsigned long long)st->walk_ends);
+	out_fmt("  threads %llu, signal handlers %llu, execs %llu, module refreshes %llu, "
+		"unexpected returns %llu\n",
+		(unsigned long long)st->threads, (unsigned long long)st->signals,
+		(unsigned long long)st->execs, (unsigned long long)st->refreshes,
+		(unsigned long long)st->anomalies);
+	size_t nbad = 0;
+	while (nbad < res->nmm && !is_nocfi(order[nbad]))
+		nbad++;
+	out_fmt("  mismatches            %llu instruction(s) at %zu location(s)\n",
+		(unsigned long long)st->bad_insns, nbad);
+	if (!fp_method)
+		out_fmt("  without CFI, wrong    %llu instruction(s) at %zu location(s): no FDE covers\n"
+			"                        the culprit; the frame-pointer fallback guessed wrong\n",
+			(unsigned long long)st->nocfi_insns, res->nmm - nbad);
+	const char *mod = NULL, *fn = NULL;
+	uint64_t image = 0;
+	for (size_t i = 0; i < res->nmm; i++) {
+		const struct val_mismatch *m = order[i];
+		if (i == nbad)
+			out_s("\n---- code without CFI: the fallback's guesses that were wrong ----\n");
+		if (i == 0 || i == nbad || m->image != image || cmp_str(m->module, mod) ||
+		    cmp_str(m->function, fn)) {
+			uint64_t n = 0;
+			for (size_t j = i; j < res->nmm && is_nocfi(order[j]) == is_nocfi(m) &&
+			     order[j]->image == m->image &&
+			     !cmp_str(order[j]->module, m->module) &&
+			     !cmp_str(order[j]->function, m->function); j++)
+				n += order[j]->count;
+			out_s("\n");
+			out_s(m->function ? m->function : "??");
+			out_s(" (");
+			out_s(m->module ? m->module : "no module");
+			if (m->image) {
+				out_s(", after exec ");
+				out_u64(m->image);
+			}
+			out_s("): ");
+			out_u64(n);
+			out_s(" mismatching instruction(s)\n");
+			mod = m->module;
+			fn = m->function;
+			image = m->image;
+		}
+		print_text_mm(m);
+	}
+}
+
+static void json_hex_field(const char *name, uint64_t v)
+{
+	out_s(", \"");
+	out_s(name);
+	out_s("\": \"");
+	out_addr(v);
+	out_c('"');
+}
+
+static void json_str_field(const char *name, const char *v)
+{
+	out_s(", \"");
+	out_s(name);
+	out_s("\": ");
+	if (v)
+		cli_json_str(v);
+	else
+		out_s("null");
+}
+
+static void print_json(const struct val_result *res, const struct val_mismatch **order,
+		       char *const *argv, const char *method)
+{
+	const struct val_stats *st = &res->stats;
+	double s = st->seconds > 0 ? st->seconds : 1e-9;
+	out_s("{\"program\": ");
+	cli_json_str(argv[0]);
+	out_s(", \"method\": ");
+	cli_json_str(method);
+	if (res->exited && WIFEXITED(res->status))
+		out_fmt(", \"exit_status\": %d", WEXITSTATUS(res->status));
+	else if (res->exited && WIFSIGNALED(res->status))
+		out_fmt(", \"signal\": %d", WTERMSIG(res->status));
+	out_fmt(", \"started\": %s, \"interrupted\": %s", res->started ? "true" : "false",
+		res->interrupted ? "true" : "false");
+	json_str_field("error", res->error);
+	out_fmt(",\n \"stats\": {\"instructions_stepped\": %llu, \"instructions_checked\": %llu, "
+		"\"distinct_pcs\": %llu, \"frames_checked\": %llu, \"registers_checked\": %llu, "
+		"\"walk_ends_checked\": %llu, \"frames_without_cfi\": %llu, "
+		"\"mismatching_instructions\": %llu, \"nocfi_mismatching_instructions\": %llu, "
+		"\"mismatch_locations\": %zu, \"threads\": %llu, \"signal_handlers\": %llu, "
+		"\"execs\": %llu, \"module_refreshes\": %llu, \"unexpected_returns\": %llu, "
+		"\"seconds\": %.3f, \"steps_per_second\": %.0f, \"checked_per_second\": %.0f},\n",
+		(unsigned long long)st->insns_stepped, (unsigned long long)st->insns_checked,
+		(unsigned long long)st->distinct_pcs, (unsigned long long)st->frames_checked,
+		(unsigned long long)st->regs_checked, (unsigned long long)st->walk_ends,
+		(unsigned long long)st->frames_fallback, (unsigned long long)st->bad_insns,
+		(unsigned long long)st->nocfi_insns, res->nmm, (unsigned long long)st->threads,
+		(unsigned long long)st->signals, (unsigned long long)st->execs,
+		(unsigned long long)st->refreshes, (unsigned long long)st->anomalies, st->seconds,
+		(double)st->insns_stepped / s, (double)st->insns_checked / s);
+	out_s(" \"mismatches\": [");
+	for (size_t i = 0; i < res->nmm; i++) {
+		const struct val_mismatch *m = order[i];
+		out_s(i ? ",\n  {" : "\n  {");
+		out_fmt("\"image\": %llu", (unsigned long long)m->image);
+		json_str_field("module", m->module);
+		json_str_field("function", m->function);
+		json_hex_field("offset", m->offset);
+		json_hex_field("pc", m->culprit_pc);
+		json_str_field("instruction", m->culprit_insn);
+		json_str_field("row", m->row);
+		out_fmt(", \"nocfi\": %s, \"count\": %llu, \"distinct_pcs\": %llu",
+			is_nocfi(m) ? "true" : "false", (unsigned long long)m->count,
+			(unsigned long long)m->pcs);
+		out_s(",\n   \"first\": {\"tid\": ");
+		out_u64((uint64_t)m->tid);
+		json_hex_field("pc", m->insn_pc);
+		json_str_field("module", m->insn_module);
+		json_str_field("function", m->insn_function);
+		json_hex_field("offset", m->insn_offset);
+		json_str_field("instruction", m->insn_text);
+		out_fmt(", \"frame\": %u, \"lazy\": %s", m->frame, m->lazy ? "true" : "false");
+		json_str_field("kind", kind_name(m->kind));
+		json_str_field("how", m->kind == VAL_WALK_SHORT ? NULL : bk_how_name(m->how));
+		json_str_field("step_result", m->kind == VAL_VALUES ? NULL
+					      : m->step_result < 0 ? bk_strerror(m->step_result)
+					      : m->step_result ? "stepped" : "outermost");
+		out_s(", \"diffs\": [");
+		for (unsigned k = 0; k < m->ndiffs; k++) {
+			const struct val_diff *d = &m->diffs[k];
+			out_s(k ? ", {\"reg\": " : "{\"reg\": ");
+			cli_json_str(d->regno == VAL_REG_PC ? "pc" : d->regno == VAL_REG_SP ? "sp"
+							   : val_reg_name(d->regno));
+			if (d->regno == VAL_HOW) {
+				json_str_field("expected", bk_how_name((enum bk_frame_how)d->expected));
+				json_str_field("got", bk_how_name((enum bk_frame_how)d->got));
+			} else {
+				json_hex_field("expected", d->expected);
+				if (d->got_valid)
+					json_hex_field("got", d->got);
+				else
+					out_s(", \"got\": null");
+			}
+			out_c('}');
+		}
+		out_s("]}}");
+	}
+	out_s(res->nmm ? "\n ]}\n" : "]}\n");
+}
+
+/* Split a comma-separated --only list into NAMES. */
+static bool add_only(char *arg, const char **names, size_t *n)
+{
+	for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
+		if (*n >= MAX_ONLY)
+			return false;
+		names[(*n)++] = tok;
+	}
+	return true;
+}
+
+int cmd_validate(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "only", required_argument, NULL, 'o' },
+		{ "from", required_argument, NULL, 'f' },
+		{ "method", required_argument, NULL, 'm' },
+		{ "max-frames", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "strict", no_argument, NULL, 's' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *only[MAX_ONLY];
+	struct val_opts o = { .size = sizeof(o), .only = only };
+	bool json = false, quiet = false, strict = false;
+	const char *method = "cfi";
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "+o:f:m:n:jsqh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'o':
+			if (!add_only(optarg, only, &o.nonly)) {
+				cli_error("--only", "at most %d names", MAX_ONLY);
+				return 2;
+			}
+			break;
+		case 'f': o.from = optarg; break;
+		case 'm':
+			if (strcmp(optarg, "cfi") && strcmp(optarg, "fp")) {
+				cli_error("--method", "'%s' is not cfi or fp", optarg);
+				return 2;
+			}
+			method = optarg;
+			o.fp_only = fp_method = !strcmp(optarg, "fp");
+			break;
+		case 'n': {
+			uint64_t v;
+			if (!cli_parse_u64(optarg, &v) || v > BK_MAX_FRAMES) {
+				cli_error("--max-frames", "'%s' is not a frame count", optarg);
+				return 2;
+			}
+			o.max_frames = (unsigned)v;
+			break;
+		}
+		case 'j': json = true; break;
+		case 's': strict = true; break;
+		case 'q': quiet = true; break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		default:
+			fputs(usage_text, stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		cli_error("validate", "no program to run");
+		fputs(usage_text, stderr);
+		return 2;
+	}
+	char **prog = argv + optind;
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_interrupt;
+	sigaction(SIGINT, &sa, NULL); /* no SA_RESTART: waitpid returns */
+	sigaction(SIGTERM, &sa, NULL);
+	o.stop = &cli_interrupted;
+	if (!quiet) {
+		o.progress = show_progress;
+		tty_progress = isatty(2);
+	}
+
+	struct val_result res;
+	int err = val_run(prog, &o, &res);
+	if (tty_progress && res.stats.seconds >= 1.0)
+		fputc('\n', stderr);
+	if (err) {
+		cli_error("validate", "%s", res.error ? res.error : bk_strerror(err));
+		val_result_free(&res);
+		return 2;
+	}
+	const struct val_mismatch **order = calloc(res.nmm ? res.nmm : 1, sizeof(*order));
+	if (!order) {
+		cli_error("validate", "out of memory");
+		val_result_free(&res);
+		return 2;
+	}
+	for (size_t i = 0; i < res.nmm; i++)
+		order[i] = &res.mm[i];
+	qsort(order, res.nmm, sizeof(*order), cmp_mm);
+
+	if (json) {
+		print_json(&res, order, prog, method);
+	} else {
+		out_s("backstep validate: ");
+		out_s(prog[0]);
+		if (res.exited && WIFEXITED(res.status))
+			out_fmt(": exited with status %d", WEXITSTATUS(res.status));
+		else if (res.exited && WIFSIGNALED(res.status))
+			out_fmt(": killed by signal %d (%s)", WTERMSIG(res.status),
+				strsignal(WTERMSIG(res.status)));
+		if (res.interrupted)
+			out_s(" (interrupted)");
+		out_c('\n');
+		print_text(&res, order, method);
+	}
+	out_flush();
+	int status = res.stats.bad_insns || (strict && res.stats.nocfi_insns) ? 1 : 0;
+	if (res.error) {
+		cli_error("validate", "%s", res.error);
+		if (!status)
+			status = 2;
+	} else if (res.interrupted && !status) {
+		status = 130; /* incomplete: not a verdict */
+	} else if (!res.started) {
+		cli_error("validate", "checking never started (%s was not reached)",
+			  o.from ? o.from : "the entry point");
+		if (!status)
+			status = 2;
+	}
+	free(order);
+	val_result_free(&res);
+	return status;
+}
+
+#else
+
+int cmd_validate(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	cli_error("validate", "not built: Capstone was not found at configure time");
+	return 2;
+}
+
+#endif
