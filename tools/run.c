@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "out.h"
 
+#include "../src/target/target.h"
 #include "../src/unwind/unwind.h"
 
 #define MAX_TIDS 65536
@@ -49,24 +50,6 @@ static void drop_tid(int tid)
 		}
 }
 
-/* The 64-bit mask on the line "KEY:\t..." of /proc/PID/status. */
-static uint64_t status_mask(int pid, const char *key)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	FILE *f = fopen(path, "r");
-	uint64_t mask = 0;
-	size_t klen = strlen(key);
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, klen) && line[klen] == ':') {
-			mask = strtoull(line + klen + 1, NULL, 16);
-			break;
-		}
-	if (f)
-		fclose(f);
-	return mask;
-}
-
 static bool default_kills(int sig)
 {
 	switch (sig) {
@@ -82,7 +65,7 @@ static bool is_fatal(int pid, int sig)
 	if (!default_kills(sig))
 		return false;
 	uint64_t bit = (uint64_t)1 << (sig - 1);
-	return !(status_mask(pid, "SigCgt") & bit) && !(status_mask(pid, "SigIgn") & bit);
+	return !(tgt_proc_status_mask(pid, "SigCgt") & bit) && !(tgt_proc_status_mask(pid, "SigIgn") & bit);
 }
 
 /* Stop every other thread, print all stacks, leave them stopped. */

@@ -53,6 +53,15 @@ void base_free(void *p)
 	free(p);
 }
 
+char *base_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = base_alloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
 int base_map_file(const char *path, const uint8_t **data, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -39,6 +39,18 @@ BK_HIDDEN void base_free(void *p);
 /* Tests: fail the Nth allocation from now (0 = never). */
 BK_HIDDEN void base_alloc_fail_after(unsigned long n);
 
+/* A copy of S through the allocation funnel, or NULL. Cold. */
+BK_HIDDEN char *base_strdup(const char *s);
+
+/* Little-endian N-byte value at P (N <= 8); the caller checked the bounds. */
+static inline uint64_t base_rd_le(const uint8_t *p, unsigned n)
+{
+	uint64_t x = 0;
+	for (unsigned i = 0; i < n; i++)
+		x |= (uint64_t)p[i] << (8 * i);
+	return x;
+}
+
 /* ---- Files (cold) ------------------------------------------------------- */
 
 /* Map the regular file PATH read-only and private. Errors: BK_E_IO (cannot

@@ -64,23 +64,6 @@ static bool in_image(size_t image_len, uint64_t off, uint64_t len)
 	return off <= image_len && len <= image_len - off;
 }
 
-static uint64_t rd_le(const uint8_t *p, unsigned n)
-{
-	uint64_t x = 0;
-	for (unsigned i = 0; i < n; i++)
-		x |= (uint64_t)p[i] << (8 * i);
-	return x;
-}
-
-static char *str_dup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *d = base_alloc(n);
-	if (d)
-		memcpy(d, s, n);
-	return d;
-}
-
 /* Concatenate up to four strings (NULL ones are skipped). */
 static char *str_cat4(const char *a, const char *b, const char *c, const char *d)
 {
@@ -140,21 +123,21 @@ static int check_layout(const uint8_t *img, size_t len, struct ldr_layout *lay)
 	uint64_t phoff, shoff;
 	uint16_t e_phentsize, e_phnum, e_shentsize, e_shnum, e_shstrndx;
 	if (is64) {
-		phoff = rd_le(img + offsetof(Elf64_Ehdr, e_phoff), 8);
-		shoff = rd_le(img + offsetof(Elf64_Ehdr, e_shoff), 8);
-		e_phentsize = (uint16_t)rd_le(img + offsetof(Elf64_Ehdr, e_phentsize), 2);
-		e_phnum = (uint16_t)rd_le(img + offsetof(Elf64_Ehdr, e_phnum), 2);
-		e_shentsize = (uint16_t)rd_le(img + offsetof(Elf64_Ehdr, e_shentsize), 2);
-		e_shnum = (uint16_t)rd_le(img + offsetof(Elf64_Ehdr, e_shnum), 2);
-		e_shstrndx = (uint16_t)rd_le(img + offsetof(Elf64_Ehdr, e_shstrndx), 2);
+		phoff = base_rd_le(img + offsetof(Elf64_Ehdr, e_phoff), 8);
+		shoff = base_rd_le(img + offsetof(Elf64_Ehdr, e_shoff), 8);
+		e_phentsize = (uint16_t)base_rd_le(img + offsetof(Elf64_Ehdr, e_phentsize), 2);
+		e_phnum = (uint16_t)base_rd_le(img + offsetof(Elf64_Ehdr, e_phnum), 2);
+		e_shentsize = (uint16_t)base_rd_le(img + offsetof(Elf64_Ehdr, e_shentsize), 2);
+		e_shnum = (uint16_t)base_rd_le(img + offsetof(Elf64_Ehdr, e_shnum), 2);
+		e_shstrndx = (uint16_t)base_rd_le(img + offsetof(Elf64_Ehdr, e_shstrndx), 2);
 	} else {
-		phoff = rd_le(img + offsetof(Elf32_Ehdr, e_phoff), 4);
-		shoff = rd_le(img + offsetof(Elf32_Ehdr, e_shoff), 4);
-		e_phentsize = (uint16_t)rd_le(img + offsetof(Elf32_Ehdr, e_phentsize), 2);
-		e_phnum = (uint16_t)rd_le(img + offsetof(Elf32_Ehdr, e_phnum), 2);
-		e_shentsize = (uint16_t)rd_le(img + offsetof(Elf32_Ehdr, e_shentsize), 2);
-		e_shnum = (uint16_t)rd_le(img + offsetof(Elf32_Ehdr, e_shnum), 2);
-		e_shstrndx = (uint16_t)rd_le(img + offsetof(Elf32_Ehdr, e_shstrndx), 2);
+		phoff = base_rd_le(img + offsetof(Elf32_Ehdr, e_phoff), 4);
+		shoff = base_rd_le(img + offsetof(Elf32_Ehdr, e_shoff), 4);
+		e_phentsize = (uint16_t)base_rd_le(img + offsetof(Elf32_Ehdr, e_phentsize), 2);
+		e_phnum = (uint16_t)base_rd_le(img + offsetof(Elf32_Ehdr, e_phnum), 2);
+		e_shentsize = (uint16_t)base_rd_le(img + offsetof(Elf32_Ehdr, e_shentsize), 2);
+		e_shnum = (uint16_t)base_rd_le(img + offsetof(Elf32_Ehdr, e_shnum), 2);
+		e_shstrndx = (uint16_t)base_rd_le(img + offsetof(Elf32_Ehdr, e_shstrndx), 2);
 	}
 
 	/* Section 0 carries the escaped counts (gABI "Extended section numbering"). */
@@ -165,13 +148,13 @@ static int check_layout(const uint8_t *img, size_t len, struct ldr_layout *lay)
 			return BK_CORRUPT;
 		const uint8_t *sh0 = img + shoff;
 		if (is64) {
-			sh0_size = rd_le(sh0 + offsetof(Elf64_Shdr, sh_size), 8);
-			sh0_link = rd_le(sh0 + offsetof(Elf64_Shdr, sh_link), 4);
-			sh0_info = rd_le(sh0 + offsetof(Elf64_Shdr, sh_info), 4);
+			sh0_size = base_rd_le(sh0 + offsetof(Elf64_Shdr, sh_size), 8);
+			sh0_link = base_rd_le(sh0 + offsetof(Elf64_Shdr, sh_link), 4);
+			sh0_info = base_rd_le(sh0 + offsetof(Elf64_Shdr, sh_info), 4);
 		} else {
-			sh0_size = rd_le(sh0 + offsetof(Elf32_Shdr, sh_size), 4);
-			sh0_link = rd_le(sh0 + offsetof(Elf32_Shdr, sh_link), 4);
-			sh0_info = rd_le(sh0 + offsetof(Elf32_Shdr, sh_info), 4);
+			sh0_size = base_rd_le(sh0 + offsetof(Elf32_Shdr, sh_size), 4);
+			sh0_link = base_rd_le(sh0 + offsetof(Elf32_Shdr, sh_link), 4);
+			sh0_info = base_rd_le(sh0 + offsetof(Elf32_Shdr, sh_info), 4);
 		}
 		uint64_t n = e_shnum ? e_shnum : sh0_size;
 		if (n > (len - shoff) / shent)
@@ -264,9 +247,9 @@ static int inflate_chdr(const uint8_t *p, size_t len, bool is64, uint8_t **out, 
 	size_t chdr = is64 ? sizeof(Elf64_Chdr) : sizeof(Elf32_Chdr);
 	if (len < chdr)
 		return BK_CORRUPT;
-	uint32_t type = (uint32_t)rd_le(p, 4);
-	uint64_t size = is64 ? rd_le(p + offsetof(Elf64_Chdr, ch_size), 8)
-			     : rd_le(p + offsetof(Elf32_Chdr, ch_size), 4);
+	uint32_t type = (uint32_t)base_rd_le(p, 4);
+	uint64_t size = is64 ? base_rd_le(p + offsetof(Elf64_Chdr, ch_size), 8)
+			     : base_rd_le(p + offsetof(Elf32_Chdr, ch_size), 4);
 	if (type != ELFCOMPRESS_ZLIB)
 		return BK_E_UNSUPPORTED;
 	int err = inflate_exact(p + chdr, len - chdr, size, out);
@@ -329,11 +312,11 @@ static int parse_debuglink(struct ldr_elf *e, const uint8_t *p, size_t len)
 	size_t crc_off = ((size_t)(nul - p) + 1 + 3) & ~(size_t)3;
 	if (crc_off > len || len - crc_off < 4)
 		return 0;
-	char *name = str_dup((const char *)p);
+	char *name = base_strdup((const char *)p);
 	if (!name)
 		return BK_E_NOMEM;
 	e->debuglink = name;
-	e->debuglink_crc = (uint32_t)rd_le(p + crc_off, 4);
+	e->debuglink_crc = (uint32_t)base_rd_le(p + crc_off, 4);
 	return 0;
 }
 
@@ -662,7 +645,7 @@ int ldr_open_path(const char *path, struct ldr_elf **out)
 	int err = base_map_file(path, &map, &len);
 	if (err)
 		return err;
-	char *copy = str_dup(path);
+	char *copy = base_strdup(path);
 	if (!copy) {
 		base_unmap_file(map, len);
 		return BK_E_NOMEM;

@@ -89,23 +89,6 @@ struct core_priv {
 
 /* ---- Small helpers -------------------------------------------------------- */
 
-static uint64_t rd_le(const uint8_t *p, unsigned n)
-{
-	uint64_t x = 0;
-	for (unsigned i = 0; i < n; i++)
-		x |= (uint64_t)p[i] << (8 * i);
-	return x;
-}
-
-static char *str_dup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *d = base_alloc(n);
-	if (d)
-		memcpy(d, s, n);
-	return d;
-}
-
 static uint64_t min_u64(uint64_t a, uint64_t b)
 {
 	return a < b ? a : b;
@@ -341,9 +324,9 @@ static bool look_image(const struct image_reader *r, bool in_memory, uint64_t pa
 	if (r->read(r, 0, eh, sizeof(eh)) || memcmp(eh, ELFMAG, SELFMAG) != 0 ||
 	    eh[EI_CLASS] != ELFCLASS64 || eh[EI_DATA] != ELFDATA2LSB)
 		return false;
-	uint64_t phoff = rd_le(eh + offsetof(Elf64_Ehdr, e_phoff), 8);
-	unsigned phentsize = (unsigned)rd_le(eh + offsetof(Elf64_Ehdr, e_phentsize), 2);
-	unsigned phnum = (unsigned)rd_le(eh + offsetof(Elf64_Ehdr, e_phnum), 2);
+	uint64_t phoff = base_rd_le(eh + offsetof(Elf64_Ehdr, e_phoff), 8);
+	unsigned phentsize = (unsigned)base_rd_le(eh + offsetof(Elf64_Ehdr, e_phentsize), 2);
+	unsigned phnum = (unsigned)base_rd_le(eh + offsetof(Elf64_Ehdr, e_phnum), 2);
 	if (phentsize != PHDR64_SIZE || phnum == 0 || phnum > MAX_MODULE_PHNUM)
 		return false;
 	uint8_t *ph = base_alloc((size_t)phnum * PHDR64_SIZE);
@@ -357,15 +340,15 @@ static bool look_image(const struct image_reader *r, bool in_memory, uint64_t pa
 	uint64_t min_vaddr = UINT64_MAX;
 	for (unsigned i = 0; i < phnum; i++) {
 		const uint8_t *q = ph + (size_t)i * PHDR64_SIZE;
-		if (rd_le(q + offsetof(Elf64_Phdr, p_type), 4) != PT_LOAD)
+		if (base_rd_le(q + offsetof(Elf64_Phdr, p_type), 4) != PT_LOAD)
 			continue;
-		uint64_t vaddr = rd_le(q + offsetof(Elf64_Phdr, p_vaddr), 8);
+		uint64_t vaddr = base_rd_le(q + offsetof(Elf64_Phdr, p_vaddr), 8);
 		if (vaddr < min_vaddr)
 			min_vaddr = vaddr;
 		if (out->nloads < MAX_MODULE_LOADS) {
-			out->loads[out->nloads].off = rd_le(q + offsetof(Elf64_Phdr, p_offset), 8);
-			out->loads[out->nloads].filesz = rd_le(q + offsetof(Elf64_Phdr, p_filesz), 8);
-			out->loads[out->nloads].flags = (uint32_t)rd_le(q + offsetof(Elf64_Phdr, p_flags), 4);
+			out->loads[out->nloads].off = base_rd_le(q + offsetof(Elf64_Phdr, p_offset), 8);
+			out->loads[out->nloads].filesz = base_rd_le(q + offsetof(Elf64_Phdr, p_filesz), 8);
+			out->loads[out->nloads].flags = (uint32_t)base_rd_le(q + offsetof(Elf64_Phdr, p_flags), 4);
 			out->nloads++;
 		}
 	}
@@ -373,17 +356,17 @@ static bool look_image(const struct image_reader *r, bool in_memory, uint64_t pa
 		min_vaddr &= ~(page - 1);
 	for (unsigned i = 0; i < phnum && out->build_id_len == 0; i++) {
 		const uint8_t *q = ph + (size_t)i * PHDR64_SIZE;
-		if (rd_le(q + offsetof(Elf64_Phdr, p_type), 4) != PT_NOTE)
+		if (base_rd_le(q + offsetof(Elf64_Phdr, p_type), 4) != PT_NOTE)
 			continue;
-		uint64_t pos = rd_le(q + offsetof(Elf64_Phdr, p_offset), 8);
+		uint64_t pos = base_rd_le(q + offsetof(Elf64_Phdr, p_offset), 8);
 		if (in_memory) {
-			uint64_t vaddr = rd_le(q + offsetof(Elf64_Phdr, p_vaddr), 8);
+			uint64_t vaddr = base_rd_le(q + offsetof(Elf64_Phdr, p_vaddr), 8);
 			if (min_vaddr == UINT64_MAX || vaddr < min_vaddr)
 				continue;
 			pos = vaddr - min_vaddr;
 		}
-		size_t len = (size_t)min_u64(rd_le(q + offsetof(Elf64_Phdr, p_filesz), 8), MAX_NOTE_SCAN);
-		size_t align = rd_le(q + offsetof(Elf64_Phdr, p_align), 8) == 8 ? 8 : 4;
+		size_t len = (size_t)min_u64(base_rd_le(q + offsetof(Elf64_Phdr, p_filesz), 8), MAX_NOTE_SCAN);
+		size_t align = base_rd_le(q + offsetof(Elf64_Phdr, p_align), 8) == 8 ? 8 : 4;
 		uint8_t *area = len ? base_alloc(len) : NULL;
 		if (area && r->read(r, pos, area, len) == 0)
 			scan_build_id(area, len, align, out);
@@ -435,19 +418,19 @@ static int check_header(const uint8_t *img, size_t len, uint64_t *phoff, uint64_
 		return BK_E_UNSUPPORTED;
 	if (len < EHDR64_SIZE)
 		return BK_CORRUPT;
-	if (rd_le(img + offsetof(Elf64_Ehdr, e_type), 2) != ET_CORE ||
-	    rd_le(img + offsetof(Elf64_Ehdr, e_machine), 2) != EM_X86_64)
+	if (base_rd_le(img + offsetof(Elf64_Ehdr, e_type), 2) != ET_CORE ||
+	    base_rd_le(img + offsetof(Elf64_Ehdr, e_machine), 2) != EM_X86_64)
 		return BK_E_UNSUPPORTED;
-	*phoff = rd_le(img + offsetof(Elf64_Ehdr, e_phoff), 8);
-	*phnum = rd_le(img + offsetof(Elf64_Ehdr, e_phnum), 2);
+	*phoff = base_rd_le(img + offsetof(Elf64_Ehdr, e_phoff), 8);
+	*phnum = base_rd_le(img + offsetof(Elf64_Ehdr, e_phnum), 2);
 	if (*phnum == PN_XNUM) {
 		/* More than 0xfffe segments: the count is sh_info of section 0. */
-		uint64_t shoff = rd_le(img + offsetof(Elf64_Ehdr, e_shoff), 8);
+		uint64_t shoff = base_rd_le(img + offsetof(Elf64_Ehdr, e_shoff), 8);
 		if (shoff == 0 || shoff > len || len - shoff < sizeof(Elf64_Shdr))
 			return BK_CORRUPT;
-		*phnum = rd_le(img + shoff + offsetof(Elf64_Shdr, sh_info), 4);
+		*phnum = base_rd_le(img + shoff + offsetof(Elf64_Shdr, sh_info), 4);
 	}
-	if (rd_le(img + offsetof(Elf64_Ehdr, e_phentsize), 2) != PHDR64_SIZE || *phnum == 0)
+	if (base_rd_le(img + offsetof(Elf64_Ehdr, e_phentsize), 2) != PHDR64_SIZE || *phnum == 0)
 		return BK_CORRUPT;
 	if (*phoff > len || *phnum > (len - *phoff) / PHDR64_SIZE)
 		return BK_CORRUPT; /* the table is cut */
@@ -465,7 +448,7 @@ static int read_phdrs(struct core_priv *p, uint64_t phoff, uint64_t phnum, struc
 {
 	size_t nload = 0, nnote = 0;
 	for (uint64_t i = 0; i < phnum; i++) {
-		uint32_t type = (uint32_t)rd_le(p->img + phoff + i * PHDR64_SIZE, 4);
+		uint32_t type = (uint32_t)base_rd_le(p->img + phoff + i * PHDR64_SIZE, 4);
 		nload += type == PT_LOAD;
 		nnote += type == PT_NOTE;
 	}
@@ -477,18 +460,18 @@ static int read_phdrs(struct core_priv *p, uint64_t phoff, uint64_t phnum, struc
 		return BK_E_NOMEM;
 	for (uint64_t i = 0; i < phnum; i++) {
 		const uint8_t *q = p->img + phoff + i * PHDR64_SIZE;
-		uint32_t type = (uint32_t)rd_le(q + offsetof(Elf64_Phdr, p_type), 4);
-		uint64_t off = rd_le(q + offsetof(Elf64_Phdr, p_offset), 8);
-		uint64_t vaddr = rd_le(q + offsetof(Elf64_Phdr, p_vaddr), 8);
-		uint64_t filesz = rd_le(q + offsetof(Elf64_Phdr, p_filesz), 8);
-		uint64_t memsz = rd_le(q + offsetof(Elf64_Phdr, p_memsz), 8);
+		uint32_t type = (uint32_t)base_rd_le(q + offsetof(Elf64_Phdr, p_type), 4);
+		uint64_t off = base_rd_le(q + offsetof(Elf64_Phdr, p_offset), 8);
+		uint64_t vaddr = base_rd_le(q + offsetof(Elf64_Phdr, p_vaddr), 8);
+		uint64_t filesz = base_rd_le(q + offsetof(Elf64_Phdr, p_filesz), 8);
+		uint64_t memsz = base_rd_le(q + offsetof(Elf64_Phdr, p_memsz), 8);
 		if (type == PT_NOTE) {
 			if (filesz > p->len || off > p->len - filesz)
 				return BK_CORRUPT; /* the notes are cut */
 			size_t k = info->nnote_areas++;
 			info->note_areas[k] = p->img + off;
 			info->note_lens[k] = (size_t)filesz;
-			info->note_aligns[k] = rd_le(q + offsetof(Elf64_Phdr, p_align), 8) == 8 ? 8 : 4;
+			info->note_aligns[k] = base_rd_le(q + offsetof(Elf64_Phdr, p_align), 8) == 8 ? 8 : 4;
 		} else if (type == PT_LOAD) {
 			if (memsz == 0)
 				continue;
@@ -500,7 +483,7 @@ static int read_phdrs(struct core_priv *p, uint64_t phoff, uint64_t phnum, struc
 			s->file_off = off;
 			s->dumped = min_u64(filesz, memsz);
 			s->avail = off >= p->len ? 0 : min_u64(s->dumped, p->len - off);
-			s->flags = (uint32_t)rd_le(q + offsetof(Elf64_Phdr, p_flags), 4);
+			s->flags = (uint32_t)base_rd_le(q + offsetof(Elf64_Phdr, p_flags), 4);
 		}
 	}
 	if (p->nsegs > 1)
@@ -523,14 +506,14 @@ static int add_thread(struct tgt *t, size_t *cap, const struct note *n)
 	struct tgt_thread *th = &t->threads[t->nthreads++];
 	memset(th, 0, sizeof(*th));
 	if (n->descsz >= PRSTATUS_PID_OFF + 4)
-		th->tid = (int)rd_le(n->desc + PRSTATUS_PID_OFF, 4);
+		th->tid = (int)base_rd_le(n->desc + PRSTATUS_PID_OFF, 4);
 	if (n->descsz < PRSTATUS_REG_END) {
 		th->err = BK_CORRUPT; /* the note is too short for pr_reg */
 		return 0;
 	}
 	uint64_t words[TGT_X86_64_USER_REGS];
 	for (unsigned i = 0; i < TGT_X86_64_USER_REGS; i++)
-		words[i] = rd_le(n->desc + PRSTATUS_REG_OFF + 8 * i, 8);
+		words[i] = base_rd_le(n->desc + PRSTATUS_REG_OFF + 8 * i, 8);
 	tgt_regs_x86_64(words, &th->regs);
 	return 0;
 }
@@ -559,7 +542,7 @@ static int read_notes(struct tgt *t, struct core_info *info)
 				break;
 			case NT_AUXV:
 				for (size_t i = 0; i + 16 <= n.descsz; i += 16) {
-					uint64_t type = rd_le(n.desc + i, 8), val = rd_le(n.desc + i + 8, 8);
+					uint64_t type = base_rd_le(n.desc + i, 8), val = base_rd_le(n.desc + i + 8, 8);
 					if (type == AT_ENTRY)
 						info->entry = val;
 					else if (type == AT_SYSINFO_EHDR)
@@ -659,8 +642,8 @@ static int build_maps(struct tgt *t, struct core_priv *p, const struct core_info
 		}
 		const char *name = (const char *)b.p;
 		buf_skip(&b, (size_t)(nul - b.p) + 1);
-		uint64_t start = rd_le(ents + 24 * i, 8), end = rd_le(ents + 24 * i + 8, 8);
-		uint64_t pgofs = rd_le(ents + 24 * i + 16, 8);
+		uint64_t start = base_rd_le(ents + 24 * i, 8), end = base_rd_le(ents + 24 * i + 8, 8);
+		uint64_t pgofs = base_rd_le(ents + 24 * i + 16, 8);
 		if (start >= end || pgofs > UINT64_MAX / page) {
 			err = BK_CORRUPT;
 			break;
@@ -669,7 +652,7 @@ static int build_maps(struct tgt *t, struct core_priv *p, const struct core_info
 		e->m.start = start;
 		e->m.end = end;
 		e->m.offset = pgofs * page;
-		e->m.path = str_dup(name);
+		e->m.path = base_strdup(name);
 		if (!e->m.path) {
 			err = BK_E_NOMEM;
 			break;
@@ -694,7 +677,7 @@ static int build_maps(struct tgt *t, struct core_priv *p, const struct core_info
 			e->m.end = s->end;
 			set_flags(&e->m, s->flags);
 			e->flags_known = true;
-			e->m.path = str_dup(info->vdso && s->vaddr == info->vdso ? "[vdso]" : "");
+			e->m.path = base_strdup(info->vdso && s->vaddr == info->vdso ? "[vdso]" : "");
 			if (!e->m.path)
 				err = BK_E_NOMEM;
 			else
@@ -747,14 +730,14 @@ static int replace_exe(struct tgt *t, uint64_t entry, const char *exe_path)
 	const char *cur = main_path(t, entry);
 	if (!cur)
 		return 0; /* no NT_FILE: nothing names the executable */
-	char *old = str_dup(cur);
+	char *old = base_strdup(cur);
 	if (!old)
 		return BK_E_NOMEM;
 	int err = 0;
 	for (size_t i = 0; i < t->nmaps && !err; i++) {
 		if (strcmp(t->maps[i].path, old) != 0)
 			continue;
-		char *d = str_dup(exe_path);
+		char *d = base_strdup(exe_path);
 		if (!d) {
 			err = BK_E_NOMEM;
 			break;

@@ -1,4 +1,4 @@
-/* /proc/PID/maps, for the live targets. Cold. */
+/* /proc/PID/maps and /proc/PID/status, for the live targets. Cold. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -63,4 +63,21 @@ void tgt_free_maps(struct tgt *t)
 	base_free(t->maps);
 	t->maps = NULL;
 	t->nmaps = 0;
+}
+
+uint64_t tgt_proc_status_mask(int pid, const char *key)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	FILE *f = fopen(path, "r");
+	uint64_t mask = 0;
+	size_t klen = strlen(key);
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, klen) && line[klen] == ':') {
+			mask = strtoull(line + klen + 1, NULL, 16);
+			break;
+		}
+	if (f)
+		fclose(f);
+	return mask;
 }

@@ -76,15 +76,6 @@ int bk_space_set_flags(struct bk_space *s, unsigned flags)
 	return 0;
 }
 
-static char *dup_str(const char *p)
-{
-	size_t n = strlen(p) + 1;
-	char *d = base_alloc(n);
-	if (d)
-		memcpy(d, p, n);
-	return d;
-}
-
 /* Build every table of the module now, so walks never allocate. */
 static void module_tables(struct uw_module *m)
 {
@@ -102,7 +93,7 @@ int uw_space_add(struct bk_space *s, uint64_t start, uint64_t end, uint64_t base
 		 const char *name, struct bk_elf *elf)
 {
 	struct uw_module m = { .start = start, .end = end, .elf = elf };
-	m.path = dup_str(name ? name : "");
+	m.path = base_strdup(name ? name : "");
 	if (!m.path) {
 		bk_elf_close(elf);
 		return BK_E_NOMEM;

@@ -128,17 +128,6 @@ struct run {
 
 /* ---- Helpers ------------------------------------------------------------- */
 
-static char *dup_str(const char *s)
-{
-	if (!s)
-		return NULL;
-	size_t n = strlen(s) + 1;
-	char *d = base_alloc(n);
-	if (d)
-		memcpy(d, s, n);
-	return d;
-}
-
 static double since(const struct timespec *a)
 {
 	struct timespec b;
@@ -156,7 +145,7 @@ static void set_error(struct run *r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	r->res->error = dup_str(buf);
+	r->res->error = base_strdup(buf);
 }
 
 /* Registers in DWARF order (rax..r15, rip) from user_regs_struct. */
@@ -195,26 +184,9 @@ static size_t read_mem(int pid, uint64_t addr, void *dst, size_t len)
 	return done;
 }
 
-static uint64_t status_mask(int pid, const char *key)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	FILE *f = fopen(path, "r");
-	uint64_t mask = 0;
-	size_t klen = strlen(key);
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, klen) && line[klen] == ':') {
-			mask = strtoull(line + klen + 1, NULL, 16);
-			break;
-		}
-	if (f)
-		fclose(f);
-	return mask;
-}
-
 static bool caught(int pid, int sig)
 {
-	return sig > 0 && sig <= 64 && (status_mask(pid, "SigCgt") >> (sig - 1) & 1);
+	return sig > 0 && sig <= 64 && (tgt_proc_status_mask(pid, "SigCgt") >> (sig - 1) & 1);
 }
 
 /* AT_ENTRY from /proc/PID/auxv, or 0. */
@@ -335,11 +307,11 @@ static void describe_addr(struct run *r, uint64_t addr, char **module, char **fu
 {
 	struct bk_module_info mi;
 	if (bk_space_module_at(r->space, addr, &mi) == 0)
-		*module = dup_str(mi.path);
+		*module = base_strdup(mi.path);
 	struct bk_symbol sym[8];
 	int n = bk_space_symbolize(r->space, addr, sym, 8);
 	if (n > 0 && sym[n - 1].function) {
-		*function = dup_str(sym[n - 1].function);
+		*function = base_strdup(sym[n - 1].function);
 		*offset = sym[n - 1].offset;
 	}
 }
@@ -350,7 +322,7 @@ static char *disasm_at(struct run *r, uint64_t pc)
 	char buf[160];
 	size_t n = read_mem(r->pid, pc, bytes, sizeof(bytes));
 	val_disasm(r->dec, bytes, n, pc, buf, sizeof(buf));
-	return dup_str(buf);
+	return base_strdup(buf);
 }
 
 static void rule_text(const struct bk_rule *rule, char *buf, size_t len)
@@ -379,7 +351,7 @@ static char *row_at(struct run *r, uint64_t pc, bool *nocfi)
 	const struct uw_module *m = uw_space_find(r->space, pc);
 	*nocfi = true;
 	if (!m)
-		return dup_str("no module");
+		return base_strdup("no module");
 	struct bk_row row;
 	uint64_t link = pc - (uint64_t)m->bias;
 	int err = m->elf ? bk_elf_row_at(m->elf, link, &row) : BK_E_NO_UNWIND;
@@ -389,7 +361,7 @@ static char *row_at(struct run *r, uint64_t pc, bool *nocfi)
 	*nocfi = err == BK_E_NOT_FOUND || err == BK_E_NO_UNWIND;
 	if (err) {
 		snprintf(buf, sizeof(buf), "no CFI (%s)", bk_strerror(err));
-		return dup_str(buf);
+		return base_strdup(buf);
 	}
 	size_t at = 0;
 	char cell[64];
@@ -407,7 +379,7 @@ static char *row_at(struct run *r, uint64_t pc, bool *nocfi)
 			 (unsigned long long)row.fde_begin, (unsigned long long)row.fde_end,
 			 row.from_debug_frame ? ", .debug_frame" : "",
 			 row.signal_frame ? ", signal frame" : "");
-	return dup_str(buf);
+	return base_strdup(buf);
 }
 
 /* Count a mismatch under its culprit; the first one is described. Returns
@@ -552,7 +524,7 @@ static int open_target(struct run *r, int tid)
 	base_free(r->exe_path);
 	r->exe_path = NULL;
 	if (bk_space_module_at(r->space, r->entry, &mi) == 0)
-		r->exe_path = dup_str(mi.path);
+		r->exe_path = base_strdup(mi.path);
 	val_code_clear(&r->code);
 	r->maps_dirty = false;
 	return 0;
