@@ -1,16 +1,28 @@
-/* sym_open / sym_lookup: which files feed the index, the finished index and
- * the lookups over it.
+/* sym_open / sym_lookup: which files feed the index, the per-unit indexes
+ * and the lookups over them.
  *
- * Invariant after sym_open: syms sorted by start (one entry per start),
- * lines sorted by (addr, end-marks first, order of appearance), ranges
- * sorted by low; each prefix-maximum array lets a lookup walk back from the
- * binary-search position only while an earlier entry can still cover the
- * address. Every string lives in f->strings. Nothing here trusts DWARF to
- * nest properly: a lookup picks the deepest range covering the address and
- * follows parent links, which always point to earlier scopes, so it ends.
+ * Invariants: syms sorted by start (one entry per start); the unit index
+ * (cu_ranges) sorted by low; in each indexed unit, lines sorted by (addr,
+ * end-marks first, order of appearance) and ranges sorted by low; each
+ * prefix-maximum array lets a lookup walk back from the binary-search
+ * position only while an earlier entry can still cover the address. Every
+ * string lives in f->strings. Nothing here trusts DWARF to nest properly: a
+ * lookup picks the deepest range covering the address and follows parent
+ * links, which always point to earlier scopes of the same unit, so it ends.
+ *
+ * A lookup reads every unit whose ranges cover the address (usually one)
+ * and answers as if the rows and ranges of those units were one index
+ * ordered as sym_open built it before indexing became lazy (units in
+ * .debug_info order): the row with the greatest (address, not an end mark,
+ * unit, order) and the range with the greatest (depth, low, -high, unit,
+ * scope). sym_index_all builds that one index over every unit and answers
+ * with the lookups of that time; the two agree whenever each unit's rows and
+ * scopes lie inside the ranges that place it, as compilers emit them (the
+ * tests compare them at every instruction of their programs).
  *
  * Trusts the caller for valid pointers only.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "sym.h"
@@ -116,7 +128,10 @@ const char *sym_intern(struct sym_strings *s, const char *str, size_t len)
 
 const char *sym_intern_name(struct sym_strings *s, const char *name)
 {
-	char *dem = sym_demangle(name);
+	bool nomem;
+	char *dem = sym_demangle_ex(name, &nomem);
+	if (nomem)
+		return NULL;
 	const char *r = dem ? sym_intern(s, dem, strlen(dem)) : sym_intern(s, name, strlen(name));
 	base_free(dem);
 	return r;
@@ -183,27 +198,102 @@ static int cmp_range(const void *a, const void *b)
 	return x->scope < y->scope ? -1 : x->scope > y->scope;
 }
 
-static int finish_index(struct sym_file *f)
+/* Sort RANGES and fill *MAX_HIGH (allocated) with its prefix maxima. */
+static int finish_ranges(struct sym_range *ranges, size_t n, uint64_t **max_high)
 {
-	if (f->nlines)
-		qsort(f->lines, f->nlines, sizeof(*f->lines), cmp_line);
-	if (f->nranges) {
-		qsort(f->ranges, f->nranges, sizeof(*f->ranges), cmp_range);
-		f->range_max_high = base_alloc(f->nranges * sizeof(uint64_t));
-		if (!f->range_max_high)
-			return BK_E_NOMEM;
-		uint64_t m = 0;
-		for (size_t i = 0; i < f->nranges; i++) {
-			if (f->ranges[i].high > m)
-				m = f->ranges[i].high;
-			f->range_max_high[i] = m;
-		}
+	*max_high = NULL;
+	if (!n)
+		return 0;
+	qsort(ranges, n, sizeof(*ranges), cmp_range);
+	uint64_t *m = base_alloc(n * sizeof(uint64_t));
+	if (!m)
+		return BK_E_NOMEM;
+	uint64_t hi = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ranges[i].high > hi)
+			hi = ranges[i].high;
+		m[i] = hi;
 	}
-	f->stats.line_rows = f->nlines;
-	f->stats.scopes = f->nscopes;
-	f->stats.ranges = f->nranges;
-	f->stats.symbols = f->nsyms;
+	*max_high = m;
 	return 0;
+}
+
+int sym_cu_finish(struct sym_cu *cu)
+{
+	if (cu->nlines)
+		qsort(cu->lines, cu->nlines, sizeof(*cu->lines), cmp_line);
+	return finish_ranges(cu->ranges, cu->nranges, &cu->range_max_high);
+}
+
+int sym_index_all(struct sym_file *f)
+{
+	pthread_mutex_lock(&f->lock);
+	int err = sym_dwarf_ready(f);
+	for (size_t i = 0; !err && i < f->ncus; i++)
+		err = sym_dwarf_index_cu(f, i);
+	if (err || f->merged) {
+		pthread_mutex_unlock(&f->lock);
+		return err;
+	}
+	size_t nl = 0, ns = 0, nr = 0;
+	for (size_t i = 0; i < f->ncus; i++) {
+		nl += f->cus[i].nlines;
+		ns += f->cus[i].nscopes;
+		nr += f->cus[i].nranges;
+	}
+	struct sym_line *lines = base_calloc(nl ? nl : 1, sizeof(*lines));
+	struct sym_scope *scopes = base_calloc(ns ? ns : 1, sizeof(*scopes));
+	struct sym_range *ranges = base_calloc(nr ? nr : 1, sizeof(*ranges));
+	uint64_t *max_high = NULL;
+	if (!lines || !scopes || !ranges || ns > INT32_MAX || nl > UINT32_MAX) {
+		err = BK_E_NOMEM;
+		goto out;
+	}
+	/* Units in order: a row's order and a scope's number are its unit's
+	 * offset plus its own, as when one walk numbered them all. */
+	size_t kl = 0, ks = 0, kr = 0;
+	uint32_t ord_base = 0;
+	for (size_t i = 0; i < f->ncus; i++) {
+		const struct sym_cu *u = &f->cus[i];
+		uint32_t ord_max = 0;
+		for (size_t j = 0; j < u->nlines; j++) {
+			lines[kl] = u->lines[j];
+			lines[kl++].ord += ord_base;
+			if (u->lines[j].ord + 1 > ord_max)
+				ord_max = u->lines[j].ord + 1;
+		}
+		ord_base += ord_max;
+		for (size_t j = 0; j < u->nscopes; j++) {
+			scopes[ks + j] = u->scopes[j];
+			if (u->scopes[j].parent >= 0)
+				scopes[ks + j].parent += (int32_t)ks;
+		}
+		for (size_t j = 0; j < u->nranges; j++) {
+			ranges[kr] = u->ranges[j];
+			ranges[kr++].scope += (uint32_t)ks;
+		}
+		ks += u->nscopes;
+	}
+	if (nl)
+		qsort(lines, nl, sizeof(*lines), cmp_line);
+	err = finish_ranges(ranges, nr, &max_high);
+out:
+	if (err) {
+		base_free(lines);
+		base_free(scopes);
+		base_free(ranges);
+	} else {
+		f->lines = lines;
+		f->nlines = nl;
+		f->scopes = scopes;
+		f->nscopes = ns;
+		f->ranges = ranges;
+		f->range_max_high = max_high;
+		f->nranges = nr;
+		f->merged = true;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return err;
 }
 
 /* ---- Opening ---------------------------------------------------------------------- */
@@ -291,17 +381,17 @@ static int open_all(struct sym_file *f, const char *path, const char *debug_path
 		if (f->nsyms)
 			f->stats.symbol_source = i == 2 ? 3 : e == &me ? 1 : 2;
 	}
+	f->stats.symbols = f->nsyms;
 	if (err)
 		goto out;
 
-	/* DWARF: the same order, the file's own unless the caller named one. */
+	/* DWARF: the same order, the file's own unless the caller named one.
+	 * Its file stays open (sym_dwarf_open takes it over). */
 	bool debug_dwarf = de.elf && has_section(&de, ".debug_info");
 	if (debug_dwarf && (debug_path || !main_dwarf))
-		err = sym_dwarf_index(f, dbg->path, &de, &code);
+		err = sym_dwarf_open(f, dbg->path, &de, &code);
 	else if (main_dwarf)
-		err = sym_dwarf_index(f, path, &me, &code);
-	if (!err)
-		err = finish_index(f);
+		err = sym_dwarf_open(f, path, &me, &code);
 out:
 	base_free(segs);
 	sym_elf_close(&de);
@@ -321,6 +411,11 @@ int sym_open(const char *path, const char *debug_path, struct sym_file **out)
 	struct sym_file *f = base_calloc(1, sizeof(*f));
 	if (!f)
 		return BK_E_NOMEM;
+	if (pthread_mutex_init(&f->lock, NULL) != 0) {
+		base_free(f);
+		return BK_E_NOMEM;
+	}
+	f->files.elem = sizeof(const char *);
 	int err = open_all(f, path, debug_path);
 	if (err) {
 		sym_close(f);
@@ -334,20 +429,33 @@ void sym_close(struct sym_file *f)
 {
 	if (!f)
 		return;
+	sym_dwarf_close(f->dwarf);
+	for (size_t i = 0; i < f->ncus; i++) {
+		base_free(f->cus[i].lines);
+		base_free(f->cus[i].scopes);
+		base_free(f->cus[i].ranges);
+		base_free(f->cus[i].range_max_high);
+	}
+	base_free(f->cus);
+	base_free(f->cu_ranges);
+	base_free(f->cu_range_max_high);
 	base_free(f->syms);
 	base_free(f->sym_max_end);
-	base_free(f->files);
+	sym_vec_free(&f->files);
 	base_free(f->lines);
 	base_free(f->scopes);
 	base_free(f->ranges);
 	base_free(f->range_max_high);
 	sym_strings_free(&f->strings);
+	pthread_mutex_destroy(&f->lock);
 	base_free(f);
 }
 
-void sym_get_stats(const struct sym_file *f, struct sym_stats *out)
+void sym_get_stats(struct sym_file *f, struct sym_stats *out)
 {
+	pthread_mutex_lock(&f->lock);
 	*out = f->stats;
+	pthread_mutex_unlock(&f->lock);
 }
 
 /* ---- Lookups ------------------------------------------------------------------------ */
@@ -371,78 +479,176 @@ static ptrdiff_t find_symbol(const struct sym_file *f, uint64_t addr)
 	return -1;
 }
 
-static const struct sym_line *find_line(const struct sym_file *f, uint64_t addr)
+/* The last row of LINES at or before ADDR (an end mark included), or NULL. */
+static const struct sym_line *last_row(const struct sym_line *lines, size_t n, uint64_t addr)
 {
-	size_t lo = 0, hi = f->nlines;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (f->lines[mid].addr <= addr)
+		if (lines[mid].addr <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == 0 || f->lines[lo - 1].file == SYM_NO_FILE)
-		return NULL;
-	return &f->lines[lo - 1];
+	return lo ? &lines[lo - 1] : NULL;
 }
 
-/* The deepest scope covering ADDR, or -1. */
-static ptrdiff_t find_scope(const struct sym_file *f, uint64_t addr)
+/* Scopes and their ranges: one unit's, or the merged index. */
+struct view {
+	const struct sym_scope *scopes;
+	const struct sym_range *ranges;
+	const uint64_t *max_high;
+	size_t nranges;
+};
+
+/* Number of ranges with low <= ADDR. */
+static size_t ranges_upto(const struct view *v, uint64_t addr)
 {
-	size_t lo = 0, hi = f->nranges;
+	size_t lo = 0, hi = v->nranges;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (f->ranges[mid].low <= addr)
+		if (v->ranges[mid].low <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	ptrdiff_t best = -1;
-	for (size_t i = lo; i-- > 0 && f->range_max_high[i] > addr;) {
-		const struct sym_range *r = &f->ranges[i];
+	return lo;
+}
+
+/* The deepest range covering ADDR, or NULL. */
+static const struct sym_range *find_scope(const struct view *v, uint64_t addr)
+{
+	const struct sym_range *best = NULL;
+	for (size_t i = ranges_upto(v, addr); i-- > 0 && v->max_high[i] > addr;) {
+		const struct sym_range *r = &v->ranges[i];
 		if (addr >= r->high)
 			continue;
 		/* Deepest wins; among equals the greatest low (seen first). */
-		if (best < 0 || r->depth > f->ranges[best].depth)
-			best = (ptrdiff_t)i;
+		if (!best || r->depth > best->depth)
+			best = r;
 	}
-	return best < 0 ? -1 : (ptrdiff_t)f->ranges[best].scope;
+	return best;
 }
 
 /* Low end of a range of SCOPE covering ADDR, or ADDR itself. */
-static uint64_t scope_low(const struct sym_file *f, uint32_t scope, uint64_t addr)
+static uint64_t scope_low(const struct view *v, uint32_t scope, uint64_t addr)
 {
-	size_t lo = 0, hi = f->nranges;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (f->ranges[mid].low <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t i = lo; i-- > 0 && f->range_max_high[i] > addr;)
-		if (f->ranges[i].scope == scope && addr < f->ranges[i].high)
-			return f->ranges[i].low;
+	for (size_t i = ranges_upto(v, addr); i-- > 0 && v->max_high[i] > addr;)
+		if (v->ranges[i].scope == scope && addr < v->ranges[i].high)
+			return v->ranges[i].low;
 	return addr;
 }
 
-int sym_lookup(const struct sym_file *f, uint64_t addr, struct sym_frame *frames, int max)
+static struct view cu_view(const struct sym_cu *u)
 {
-	if (!f || !frames || max < 1)
-		return BK_E_INVAL;
-	ptrdiff_t si = find_symbol(f, addr);
-	const struct sym_symbol *sym = si >= 0 ? &f->syms[si] : NULL;
-	const struct sym_line *row = find_line(f, addr);
-	ptrdiff_t sc = find_scope(f, addr);
+	return (struct view){ u->scopes, u->ranges, u->range_max_high, u->nranges };
+}
 
-	const char *file = row ? f->files[row->file] : NULL;
+/* Units whose ranges cover ADDR: the next after *I (start with *I = SIZE_MAX),
+ * or -1. The same unit may come more than once. */
+static ptrdiff_t next_unit(const struct sym_file *f, uint64_t addr, size_t *i)
+{
+	if (*i == SIZE_MAX) {
+		size_t lo = 0, hi = f->ncu_ranges;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (f->cu_ranges[mid].low <= addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		*i = lo;
+	}
+	while (*i > 0 && f->cu_range_max_high[*i - 1] > addr) {
+		const struct sym_cu_range *r = &f->cu_ranges[--*i];
+		if (addr < r->high)
+			return (ptrdiff_t)r->cu;
+	}
+	*i = 0;
+	return -1;
+}
+
+/* Does row X (of unit XU) come after row Y (of unit YU) in the one index? */
+static bool row_after(const struct sym_line *x, size_t xu, const struct sym_line *y, size_t yu)
+{
+	if (x->addr != y->addr)
+		return x->addr > y->addr;
+	bool xe = x->file == SYM_NO_FILE, ye = y->file == SYM_NO_FILE;
+	if (xe != ye)
+		return ye;
+	if (xu != yu)
+		return xu > yu;
+	return x->ord > y->ord;
+}
+
+/* Does range X (of unit XU) win over range Y (of unit YU), as find_scope
+ * over the one index would choose? */
+static bool range_wins(const struct sym_range *x, size_t xu, const struct sym_range *y,
+		       size_t yu)
+{
+	if (x->depth != y->depth)
+		return x->depth > y->depth;
+	if (x->low != y->low)
+		return x->low > y->low;
+	if (x->high != y->high)
+		return x->high < y->high;
+	if (xu != yu)
+		return xu > yu;
+	return x->scope > y->scope;
+}
+
+static int lookup(struct sym_file *f, uint64_t addr, struct sym_frame *frames, int max)
+{
+	ptrdiff_t si = find_symbol(f, addr);
+	struct sym_symbol *sym = si >= 0 ? &f->syms[si] : NULL;
+	const char *sym_name = sym ? sym_symbol_name(f, sym) : NULL;
+	if (sym && !sym_name)
+		return BK_E_NOMEM;
+
+	const struct sym_line *row = NULL;
+	const struct sym_range *rng = NULL;
+	struct view v = { 0 };
+	if (f->merged) {
+		v = (struct view){ f->scopes, f->ranges, f->range_max_high, f->nranges };
+		row = last_row(f->lines, f->nlines, addr);
+		rng = find_scope(&v, addr);
+	} else if (f->dwarf) {
+		int err = sym_dwarf_ready(f);
+		size_t it = SIZE_MAX;
+		for (ptrdiff_t u; !err && (u = next_unit(f, addr, &it)) >= 0;)
+			err = sym_dwarf_index_cu(f, (size_t)u);
+		if (err)
+			return err;
+		size_t row_u = 0, rng_u = 0;
+		it = SIZE_MAX;
+		for (ptrdiff_t u; (u = next_unit(f, addr, &it)) >= 0;) {
+			const struct sym_cu *cu = &f->cus[u];
+			const struct sym_line *r = last_row(cu->lines, cu->nlines, addr);
+			if (r && (!row || row_after(r, (size_t)u, row, row_u))) {
+				row = r;
+				row_u = (size_t)u;
+			}
+			struct view cv = cu_view(cu);
+			const struct sym_range *g = find_scope(&cv, addr);
+			if (g && (!rng || range_wins(g, (size_t)u, rng, rng_u))) {
+				rng = g;
+				rng_u = (size_t)u;
+				v = cv;
+			}
+		}
+	}
+	if (row && row->file == SYM_NO_FILE)
+		row = NULL; /* past the end of a sequence */
+
+	const char *const *files = f->files.p;
+	const char *file = row ? files[row->file] : NULL;
 	unsigned line = row ? row->line : 0, column = row ? row->column : 0;
-	if (sc < 0) {
+	if (!rng) {
 		if (!sym && !row)
 			return 0;
 		frames[0] = (struct sym_frame){
-			.function = sym ? sym->name : NULL,
-			.symbol = sym ? sym->name : NULL,
+			.function = sym_name,
+			.symbol = sym_name,
 			.offset = sym ? addr - sym->start : 0,
 			.file = file, .line = line, .column = column,
 		};
@@ -450,8 +656,9 @@ int sym_lookup(const struct sym_file *f, uint64_t addr, struct sym_frame *frames
 	}
 
 	int n = 0;
+	ptrdiff_t sc = rng->scope;
 	for (unsigned hops = 0; sc >= 0 && n < max && hops <= SYM_MAX_DIE_DEPTH; hops++) {
-		const struct sym_scope *s = &f->scopes[sc];
+		const struct sym_scope *s = &v.scopes[sc];
 		struct sym_frame *fr = &frames[n++];
 		*fr = (struct sym_frame){
 			.function = s->name,
@@ -462,9 +669,9 @@ int sym_lookup(const struct sym_file *f, uint64_t addr, struct sym_frame *frames
 			/* The real function: its offset from the symbol covering
 			 * ADDR, or from the DWARF range when there is none. */
 			if (!fr->function && sym)
-				fr->function = sym->name;
-			fr->symbol = sym ? sym->name : NULL;
-			fr->offset = addr - (sym ? sym->start : scope_low(f, (uint32_t)sc, addr));
+				fr->function = sym_name;
+			fr->symbol = sym_name;
+			fr->offset = addr - (sym ? sym->start : scope_low(&v, (uint32_t)sc, addr));
 			break;
 		}
 		file = s->call_file;
@@ -472,5 +679,15 @@ int sym_lookup(const struct sym_file *f, uint64_t addr, struct sym_frame *frames
 		column = s->call_column;
 		sc = s->parent;
 	}
+	return n;
+}
+
+int sym_lookup(struct sym_file *f, uint64_t addr, struct sym_frame *frames, int max)
+{
+	if (!f || !frames || max < 1)
+		return BK_E_INVAL;
+	pthread_mutex_lock(&f->lock);
+	int n = lookup(f, addr, frames, max);
+	pthread_mutex_unlock(&f->lock);
 	return n;
 }

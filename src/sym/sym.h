@@ -1,12 +1,23 @@
 /* The symbol layer: link-time address -> function name (demangled), source
  * file:line:column and the chain of inlined calls at that address.
  *
- * Everything is indexed once, at sym_open (cold: it allocates, reads whole
- * tables through libelf and libdwarf, copies every string it keeps and then
- * lets go of both libraries' handles). A lookup is a few binary searches over
- * the sorted arrays below and never allocates; strings handed out stay valid
- * until sym_close. Not AS-safe and never used on the unwind path. A sym_file
- * is read-only after sym_open, so lookups from several threads are fine.
+ * Indexed lazily. sym_open reads the ELF symbol tables (names stay mangled
+ * until a lookup returns them) and learns which compile unit covers which
+ * addresses: from .debug_aranges when the file has it (checked against the
+ * unit headers of .debug_info before it is trusted), else from each unit's
+ * top DIE; it reads no line table and no DIE below a unit's top. The first
+ * lookup that lands in a unit builds that unit's line rows and scopes and
+ * keeps them (sym_dwarf.c); later lookups there are a few binary searches.
+ * So a lookup may allocate and read the file, and its cost is that of the
+ * units it touches; the answers are those of indexing everything up front
+ * (sym_index_all, kept as the tests' reference). Strings handed out stay
+ * valid until sym_close. Not AS-safe and never used on the unwind path.
+ *
+ * Threads: sym_lookup and sym_get_stats take a mutex inside the sym_file, so
+ * several threads may look up in one sym_file at once (they are serialised);
+ * sym_close must not overlap any other call on the file. The file named by a
+ * sym_file (or its debug file) stays open, and must not change, until
+ * sym_close.
  *
  * Sources, in order of preference:
  *   names      DWARF DW_TAG_subprogram / DW_TAG_inlined_subroutine (linkage
@@ -49,7 +60,7 @@ struct sym_frame {
  * PATH lacks. Errors: BK_E_INVAL, BK_E_IO (PATH or DEBUG_PATH cannot be
  * read), BK_E_NOT_ELF, BK_E_CORRUPT (bad ELF headers), BK_E_UNSUPPORTED,
  * BK_E_NOMEM. Damaged DWARF is not an error: what cannot be read is left
- * out (see sym_stats). */
+ * out (see sym_stats), at open or when a lookup first reads it. */
 BK_HIDDEN int sym_open(const char *path, const char *debug_path, struct sym_file **out);
 BK_HIDDEN void sym_close(struct sym_file *f);
 
@@ -59,39 +70,52 @@ BK_HIDDEN void sym_close(struct sym_file *f);
  * it), last the real function with its symbol offset. Returns the number of
  * frames: >= 1 when a symbol, a DWARF function or a line row covers ADDR
  * (a row alone gives one frame with function NULL), 0 when nothing is known,
- * BK_E_INVAL for bad arguments (MAX < 1). When MAX is smaller than the chain,
- * the MAX innermost frames are returned. */
-BK_HIDDEN int sym_lookup(const struct sym_file *f, uint64_t addr, struct sym_frame *frames,
-			 int max);
+ * BK_E_INVAL for bad arguments (MAX < 1), BK_E_NOMEM when indexing the unit
+ * at ADDR (or demangling its symbol) ran out of memory: nothing is kept of
+ * that attempt and a later lookup tries again. When MAX is smaller than the
+ * chain, the MAX innermost frames are returned. Indexes the compile units
+ * covering ADDR on first touch; see the top of this file for threads. */
+BK_HIDDEN int sym_lookup(struct sym_file *f, uint64_t addr, struct sym_frame *frames, int max);
 
-/* What sym_open found; for tests and `backstep` diagnostics. */
+/* What sym_open and the lookups so far found; for tests and `backstep`
+ * diagnostics. The DWARF counts grow as lookups index units: a unit's
+ * damage is counted when it is first read (sym_index_all reads them all). */
 struct sym_stats {
 	size_t symbols;        /* function symbols after merging aliases */
 	int symbol_source;     /* 0 none, 1 .symtab, 2 debug file's .symtab, 3 .dynsym */
 	bool used_debug_file;  /* a separate debug file was opened */
-	bool dwarf;            /* DWARF was found and opened by libdwarf */
+	bool dwarf;            /* DWARF was found and is in use (libdwarf opens it on
+				* first need; false again if that fails) */
 	bool dwarf_compressed; /* ... from SHF_COMPRESSED or .zdebug sections */
 	bool dwarf_rejected;   /* DWARF present but too damaged to open (sym_guard.c) */
-	size_t cus, cus_failed; /* CUs seen / CUs skipped (in part or whole) after an error */
+	bool aranges;          /* the unit index came from .debug_aranges */
+	size_t cus, cus_failed; /* CUs seen / CUs skipped (in part or whole) after an error;
+				 * before the first lookup CUS counts .debug_aranges sets */
+	size_t cus_indexed;    /* CUs whose lines and scopes have been read */
 	size_t line_rows;      /* rows in the line index (incl. end-of-sequence marks) */
 	size_t scopes, ranges; /* functions and inlined calls / their address ranges */
 	size_t file_fixups;    /* DWARF 5 rows whose file libdwarf got wrong (see sym_line.c) */
 };
-BK_HIDDEN void sym_get_stats(const struct sym_file *f, struct sym_stats *out);
+BK_HIDDEN void sym_get_stats(struct sym_file *f, struct sym_stats *out);
 
 /* Demangle a C++ (Itanium) or Rust (legacy or v0) symbol. Returns a string
  * from the allocation funnel (base_free it), or NULL when NAME is not a
  * mangled name this understands, is longer than SYM_MAX_MANGLED, or on
  * allocation failure. */
 BK_HIDDEN char *sym_demangle(const char *name);
+/* sym_demangle, telling allocation failure (*NOMEM) from "not mangled". */
+BK_HIDDEN char *sym_demangle_ex(const char *name, bool *nomem);
 
 /* ---- Internal to src/sym ------------------------------------------------ */
+
+#include <pthread.h>
 
 /* Bounds (exceeding one drops the item in question, never the file). */
 #define SYM_MAX_DIE_DEPTH 256      /* DIE nesting followed in one CU */
 #define SYM_MAX_REF_HOPS 16        /* abstract_origin / specification chain */
 #define SYM_MAX_RANGES_PER_DIE 65536
 #define SYM_MAX_MANGLED 4096       /* libiberty uses stack arrays sized by this */
+#define SYM_MAX_CUS (1u << 24)     /* units followed in .debug_info */
 #define SYM_NO_FILE UINT32_MAX
 
 /* Interned strings in an arena: stable pointers, freed all at once. */
@@ -104,7 +128,9 @@ struct sym_strings {
 
 struct sym_symbol {
 	uint64_t start, end;  /* [start, end) */
-	const char *name;     /* demangled if it was mangled */
+	const char *name;     /* as in the table until a lookup first returns it,
+			       * then demangled if it was mangled */
+	bool shown;           /* NAME is the demangled form */
 };
 
 /* A line row; file == SYM_NO_FILE marks the end of a sequence. */
@@ -113,7 +139,7 @@ struct sym_line {
 	uint32_t file;        /* index into sym_file.files */
 	uint32_t line;
 	uint32_t column;
-	uint32_t ord;         /* order of appearance: ties keep the last row */
+	uint32_t ord;         /* order of appearance in its CU: ties keep the last row */
 };
 
 /* A function (depth 0) or an inlined call (depth > 0). */
@@ -121,7 +147,7 @@ struct sym_scope {
 	const char *name;
 	const char *call_file; /* of an inlined call: where it was called from */
 	uint32_t call_line, call_column;
-	int32_t parent;        /* enclosing scope, or -1 */
+	int32_t parent;        /* enclosing scope (same CU), or -1 */
 	uint32_t depth;
 };
 
@@ -137,31 +163,84 @@ struct sym_vec {
 	size_t n, cap, elem;
 };
 
-struct sym_file {
-	struct sym_strings strings;
-	struct sym_symbol *syms;
-	uint64_t *sym_max_end;   /* prefix maximum of syms[..].end */
-	size_t nsyms;
-	const char **files;
-	size_t nfiles;
+/* A compile unit of .debug_info and, once indexed, its lines (sorted by
+ * address, end marks first, then order) and scopes (ranges sorted by low,
+ * with the prefix maximum of high). Scope indexes are the unit's own. */
+struct sym_cu {
+	uint64_t off, end;     /* [header, end of unit) in .debug_info */
+	uint64_t die_off;      /* its top DIE, right after the header */
+	uint16_t version;
+	uint8_t unit_type;     /* DW_UT_* (DWARF 2-4: DW_UT_compile) */
+	uint8_t addr_size, off_size;
+	bool unplaced;         /* no address range known: indexed before any lookup */
+	bool failed;           /* counted in cus_failed */
+	bool indexed;
 	struct sym_line *lines;
 	size_t nlines;
 	struct sym_scope *scopes;
 	size_t nscopes;
 	struct sym_range *ranges;
-	uint64_t *range_max_high; /* prefix maximum of ranges[..].high */
+	uint64_t *range_max_high;
 	size_t nranges;
+};
+
+/* CU covers [low, high): the index sym_open builds. */
+struct sym_cu_range {
+	uint64_t low, high;
+	uint32_t cu;
+};
+
+struct sym_dwarf;
+
+struct sym_file {
+	pthread_mutex_t lock;    /* held by sym_lookup and sym_get_stats */
+	struct sym_strings strings;
+	struct sym_symbol *syms;
+	uint64_t *sym_max_end;   /* prefix maximum of syms[..].end */
+	size_t nsyms;
+	struct sym_vec files;    /* const char *: every file name of the CUs indexed so far */
+
+	/* DWARF (sym_dwarf.c); NULL when there is none to read. */
+	struct sym_dwarf *dwarf;
+	struct sym_cu *cus;      /* in .debug_info order; set up by sym_dwarf_ready */
+	size_t ncus;
+	struct sym_cu_range *cu_ranges;  /* sorted by low */
+	uint64_t *cu_range_max_high;     /* prefix maximum of cu_ranges[..].high */
+	size_t ncu_ranges;
+
+	/* sym_index_all: one index over every CU, as sym_open built it before
+	 * indexing became lazy (scopes renumbered, rows ordered by CU then
+	 * order), answered by the lookups of that time. */
+	bool merged;
+	struct sym_line *lines;
+	size_t nlines;
+	struct sym_scope *scopes;
+	size_t nscopes;
+	struct sym_range *ranges;
+	uint64_t *range_max_high;
+	size_t nranges;
+
 	struct sym_stats stats;
 };
+
+/* Index every CU now and answer lookups from one merged index from then on
+ * (the way sym_open worked before lookups indexed lazily): the reference the
+ * lazy path is tested against. 0 or BK_E_NOMEM. */
+BK_HIDDEN int sym_index_all(struct sym_file *f);
 
 BK_HIDDEN void sym_strings_free(struct sym_strings *s);
 /* Intern LEN bytes of STR (need not be terminated); NULL on NOMEM. */
 BK_HIDDEN const char *sym_intern(struct sym_strings *s, const char *str, size_t len);
-/* Intern the demangled form of NAME when it is mangled, else NAME itself. */
+/* Intern the demangled form of NAME when it is mangled, else NAME itself;
+ * NULL on NOMEM (never NAME left mangled for want of memory). */
 BK_HIDDEN const char *sym_intern_name(struct sym_strings *s, const char *name);
 
 BK_HIDDEN void *sym_vec_push(struct sym_vec *v);
 BK_HIDDEN void sym_vec_free(struct sym_vec *v);
+
+/* Sort an indexed CU's rows and ranges and fill its range_max_high (sym.c).
+ * 0 or BK_E_NOMEM. */
+BK_HIDDEN int sym_cu_finish(struct sym_cu *cu);
 
 /* An ELF file opened with libelf (ELF_C_READ_MMAP), for symbol tables and
  * raw section bytes. */
@@ -170,18 +249,27 @@ struct sym_elf {
 	void *elf;             /* Elf * */
 	size_t shstrndx;
 	uint16_t machine;
+	uint16_t type;         /* e_type */
+	bool is64, msb;        /* ELFCLASS64; ELFDATA2MSB */
 };
 BK_HIDDEN int sym_elf_open(const char *path, struct sym_elf *out);
 BK_HIDDEN void sym_elf_close(struct sym_elf *e);
 /* Whether section NAME (or .zNAME) has contents; *COMPRESSED: stored compressed. */
 BK_HIDDEN bool sym_elf_has(struct sym_elf *e, const char *name, bool *compressed);
+/* Size of section NAME (or its .zdebug_ form) once decompressed, without
+ * decompressing it; false when absent, empty or unreadable. */
+BK_HIDDEN bool sym_elf_section_size(struct sym_elf *e, const char *name, uint64_t *size);
 /* Contents of section NAME (or its .zdebug_ form), decompressed; false when
  * absent or unreadable. The bytes live until sym_elf_close. */
 BK_HIDDEN bool sym_elf_section(struct sym_elf *e, const char *name, const uint8_t **data,
 			       size_t *len, bool *compressed);
 /* Read the function symbols of section type SHT (SHT_SYMTAB / SHT_DYNSYM)
- * into F (merged, sorted, demangled). 0 and F->nsyms == 0 when there are none. */
+ * into F (merged, sorted; names as in the table). 0 and F->nsyms == 0 when
+ * there are none. */
 BK_HIDDEN int sym_elf_symbols(struct sym_file *f, struct sym_elf *e, uint32_t sht);
+/* The name to show for symbol S: demangled on first use (a symbol version
+ * suffix kept: "_ZN3foo3barEv@@V_1" -> "foo::bar()@@V_1"); NULL on NOMEM. */
+BK_HIDDEN const char *sym_symbol_name(struct sym_file *f, struct sym_symbol *s);
 
 /* Code ranges that count: a row sequence or function starting outside every
  * executable segment belongs to code the linker discarded (its address was
@@ -192,11 +280,53 @@ struct sym_code {
 };
 BK_HIDDEN bool sym_code_has(const struct sym_code *c, uint64_t addr);
 
-/* Index the DWARF of PATH (lines, functions, inlined calls) into F. ELF is
- * the same file opened with libelf (for raw .debug_line). Only BK_E_NOMEM is
- * fatal; every libdwarf error skips what it spoils and is counted. */
-BK_HIDDEN int sym_dwarf_index(struct sym_file *f, const char *path, struct sym_elf *elf,
-			      const struct sym_code *code);
+/* The DWARF of PATH for F (sym_dwarf.c). ELF is PATH opened with libelf:
+ * it is taken over (*ELF is left closed) and kept until sym_close; CODE is
+ * copied. Runs the guards of sym_guard.c and reads the unit index from
+ * .debug_aranges, or, without it, sets everything up at once
+ * (sym_dwarf_ready). Only BK_E_NOMEM is an error: DWARF that cannot be used
+ * is counted in F's stats and left out. */
+BK_HIDDEN int sym_dwarf_open(struct sym_file *f, const char *path, struct sym_elf *elf,
+			     const struct sym_code *code);
+/* Before the first lookup: open libdwarf, read the unit headers, check the
+ * .debug_aranges index against them (units it lacks: their top DIE) and
+ * fill F->cus and F->cu_ranges. Idempotent; 0 or BK_E_NOMEM (then nothing
+ * is kept and a later call tries again). */
+BK_HIDDEN int sym_dwarf_ready(struct sym_file *f);
+/* Read unit CU's lines and scopes (once). 0 or BK_E_NOMEM, as above. */
+BK_HIDDEN int sym_dwarf_index_cu(struct sym_file *f, size_t cu);
+BK_HIDDEN void sym_dwarf_close(struct sym_dwarf *d);
+
+/* libdwarf over sections that sym_elf_section hands it (sym_dwobj.c):
+ * .debug_info, .debug_abbrev, .debug_line, .debug_str, .debug_line_str,
+ * .debug_str_offsets, .debug_addr and .debug_rnglists, each decompressed on
+ * first use, shared with our own readers; no other section (so libdwarf
+ * never parses .debug_loclists, nor any frame section). *DBG: a
+ * Dwarf_Debug. 0, BK_E_NOMEM, BK_E_NOT_FOUND (no DWARF for libdwarf) or
+ * BK_E_CORRUPT (libdwarf refused it). */
+struct sym_dwobj;
+BK_HIDDEN int sym_dwobj_init(struct sym_elf *e, void **dbg, struct sym_dwobj **obj);
+/* Held around every libdwarf init of ours (see sym_dwobj.c). */
+BK_HIDDEN extern pthread_mutex_t sym_dwarf_init_lock;
+BK_HIDDEN void sym_dwobj_finish(void *dbg, struct sym_dwobj *obj);
+
+/* .debug_aranges (DWARF 5 §6.1.2): each set's CU offset (SET) and each of
+ * its ranges (RANGE; empty ones included). 0, or BK_E_CORRUPT with what was
+ * delivered so far (sym_aranges.c). */
+struct sym_aranges_cb {
+	void (*set)(void *arg, uint64_t cu_off);
+	void (*range)(void *arg, uint64_t cu_off, uint64_t lo, uint64_t hi);
+	void *arg;
+};
+BK_HIDDEN int sym_aranges(const uint8_t *sec, size_t len, const struct sym_aranges_cb *cb);
+
+/* The unit headers of .debug_info (DWARF 5 §7.5.1), in order: each unit
+ * whose header reads (version 2-5, address size 4 or 8, length inside the
+ * section) goes to CB; stops at the first that does not (BK_E_CORRUPT),
+ * after SYM_MAX_CUS units (BK_E_LIMIT), or when CB returns non-zero (that
+ * value). */
+BK_HIDDEN int sym_units(const uint8_t *info, size_t len,
+			int (*cb)(void *arg, const struct sym_cu *unit), void *arg);
 
 /* DWARF 5 line-table file registers, decoded from the raw program of the
  * table at TABLE_OFF in .debug_line, row by row, for cross-checking what

@@ -50,6 +50,13 @@ static void dm_append(const char *s, size_t n, void *opaque)
 
 char *sym_demangle(const char *name)
 {
+	bool nomem;
+	return sym_demangle_ex(name, &nomem);
+}
+
+char *sym_demangle_ex(const char *name, bool *nomem)
+{
+	*nomem = false;
 	if (!name || name[0] != '_')
 		return NULL;
 	bool itanium = name[1] == 'Z' || strncmp(name, "_GLOBAL_", 8) == 0;
@@ -62,12 +69,18 @@ char *sym_demangle(const char *name)
 	const int opts = DMGL_PARAMS | DMGL_ANSI;
 	struct dm_out o = { 0 };
 	int ok = rust_demangle_callback(name, opts, dm_append, &o);
-	if (!ok || o.failed || !o.p) {
+	if (o.failed) {
+		base_free(o.p);
+		*nomem = true;
+		return NULL;
+	}
+	if (!ok || !o.p) {
 		base_free(o.p);
 		o = (struct dm_out){ 0 };
 		ok = itanium && cplus_demangle_v3_callback(name, opts, dm_append, &o);
 	}
 	if (!ok || o.failed || !o.p || o.len == 0) {
+		*nomem = o.failed;
 		base_free(o.p);
 		return NULL;
 	}

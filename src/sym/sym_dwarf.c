@@ -1,9 +1,23 @@
 /* DWARF through libdwarf 20210528: the line index and the function / inlined
- * call ranges, read once at open, strings copied, libdwarf let go.
+ * call ranges of one compile unit at a time, read when a lookup first lands
+ * in the unit, strings copied.
+ *
+ * Which unit covers which addresses (sym_dwarf_open, sym_dwarf_ready):
+ * .debug_aranges when present, read at open with the bounded reader
+ * (sym_aranges.c); before the first lookup the unit headers of .debug_info
+ * are walked (also ours) and every compile or partial unit that has no
+ * .debug_aranges set (clang emits none by default) gets the ranges of its
+ * top DIE (DW_AT_low_pc / DW_AT_high_pc, or DW_AT_ranges) instead. A unit
+ * whose top DIE gives no range at all is indexed right away, since nothing
+ * says where its code is. Type units hold no code and are only read by
+ * sym_index_all. libdwarf itself is opened over our own section view
+ * (sym_dwobj.c) at that point, not at open; ET_REL objects, whose DWARF
+ * needs relocating, go through dwarf_init_path as before.
  *
  * Lines (DWARF 5 §6.2): every row of every sequence, with rows that share an
- * address collapsed to the last one (what binutils does, PR ld/4986) and an
- * end mark at each DW_LNE_end_sequence so a lookup past the end of a
+ * address collapsed to the last one (what binutils does, PR ld/4986; an end
+ * of sequence replaces a row at its own address, which covers no byte) and
+ * an end mark at each DW_LNE_end_sequence so a lookup past the end of a
  * sequence finds nothing. File names are joined as binutils' addr2line
  * joins them: an absolute name as is, else comp_dir/dir/name (dir dropped
  * when absolute, comp_dir when absent). DWARF 5 file numbers are corrected
@@ -18,17 +32,21 @@
  * DW_AT_MIPS_linkage_name) demangled, else DW_AT_name, following
  * DW_AT_abstract_origin and DW_AT_specification for at most
  * SYM_MAX_REF_HOPS steps; a linkage name anywhere on the chain wins, as in
- * binutils.
+ * binutils. Resolved names are cached by DIE offset across units.
  *
  * Robustness: the DIE tree is walked with an explicit stack of at most
  * SYM_MAX_DIE_DEPTH levels; DIE offsets must strictly increase in the walk
  * (pre-order), which bounds it by the section size whatever the sibling
  * pointers say. Every libdwarf call gets an error pointer (without one
  * libdwarf aborts the process); an error skips the rest of what it spoils
- * (a row, a DIE, or the rest of a CU) and counts the CU as failed. A CU
+ * (a row, a DIE, or the rest of a CU) and counts the CU as failed. A unit
  * header that cannot be read ends the walk: the next one cannot be found.
- * Only BK_E_NOMEM from our own allocations is fatal. Ranges and sequences
- * that start outside the executable segments are dropped (discarded code).
+ * The guards of sym_guard.c run at open, before libdwarf can see the file.
+ * Only BK_E_NOMEM from our own allocations is an error: then what the
+ * failed call built is dropped (caches of resolved names and file names may
+ * keep entries, which are right whatever happens next) and the unit stays
+ * unindexed. Ranges and sequences that start outside the executable
+ * segments are dropped (discarded code).
  */
 #include <stdlib.h>
 
@@ -85,16 +103,43 @@ static void omap_fill(struct omap *m, struct omap_ent *slot, uint64_t key)
 	}
 }
 
-struct dw {
-	struct sym_file *f;
+/* The DWARF of one sym_file, kept from sym_open to sym_close. */
+struct sym_dwarf {
+	struct sym_elf elf;           /* the file DWARF is read from */
+	char *path;                   /* for dwarf_init_path (ET_REL) */
+	bool rel;                     /* ET_REL: libdwarf's own reader, which relocates */
+	uint64_t (*segs)[2];          /* owned copy of the code segments */
+	struct sym_code code;
+	struct sym_vec aranges;       /* struct arange, from .debug_aranges */
+	struct sym_vec sets;          /* uint64_t: CU offsets with a .debug_aranges set */
+	bool have_aranges, aranges_nomem;
+	bool opened;                  /* libdwarf opened (or tried: dbg NULL on failure) */
+	bool ready;                   /* f->cus and f->cu_ranges are set up */
+	bool placed;                  /* ... and every unit they do not place is indexed */
 	Dwarf_Debug dbg;
-	const struct sym_code *code;
+	struct sym_dwobj *obj;
 	const uint8_t *line_sec;      /* raw .debug_line, for sym_line.c */
 	size_t line_len;
-	struct sym_vec lines, scopes, ranges, files, tmp;
+	struct sym_rng_ctx rng;       /* the sections part; bases are per CU */
 	struct omap names;            /* DIE offset -> resolved name (val: 1 = linkage) */
-	struct omap file_ix;          /* interned path -> index into files */
+	struct omap file_ix;          /* interned path -> index into f->files */
+};
+
+struct arange {
+	uint64_t low, high, cu_off;
+};
+
+/* Reading one CU (or the top DIEs of several). */
+struct dw {
+	struct sym_file *f;
+	struct sym_dwarf *d;
+	Dwarf_Debug dbg;
+	const struct sym_code *code;
+	const uint8_t *line_sec;
+	size_t line_len;
+	struct sym_vec lines, scopes, ranges, tmp;
 	uint32_t ord;
+	size_t file_fixups;
 	/* The current CU. */
 	Dwarf_Half cu_version;
 	struct sym_rng_ctx rng;       /* sections + the CU's bases */
@@ -183,7 +228,7 @@ static bool die_origin(struct dw *c, Dwarf_Die die, Dwarf_Off *off)
  * cached by OFF. *LINKAGE: the name came from a linkage name. */
 static const char *ref_name(struct dw *c, Dwarf_Off off, bool *linkage)
 {
-	struct omap_ent *slot = omap_slot(&c->names, off);
+	struct omap_ent *slot = omap_slot(&c->d->names, off);
 	if (!slot) {
 		nomem(c);
 		return NULL;
@@ -219,12 +264,12 @@ static const char *ref_name(struct dw *c, Dwarf_Off off, bool *linkage)
 		return NULL;
 	}
 	/* The table may have grown while following the chain: find the slot again. */
-	slot = omap_slot(&c->names, off);
+	slot = omap_slot(&c->d->names, off);
 	if (!slot) {
 		nomem(c);
 		return NULL;
 	}
-	omap_fill(&c->names, slot, off);
+	omap_fill(&c->d->names, slot, off);
 	slot->name = r;
 	slot->val = link != NULL;
 	*linkage = link != NULL;
@@ -233,20 +278,25 @@ static const char *ref_name(struct dw *c, Dwarf_Off off, bool *linkage)
 
 static const char *die_name(struct dw *c, Dwarf_Die die)
 {
-	const char *link = die_linkage(c, die);
-	if (link)
-		return sym_intern_name(&c->f->strings, link);
+	const char *link = die_linkage(c, die), *r = NULL;
+	if (link) {
+		if (!(r = sym_intern_name(&c->f->strings, link)))
+			nomem(c);
+		return r;
+	}
 	const char *name = die_text(c, die, DW_AT_name);
 	Dwarf_Off ref;
 	if (die_origin(c, die, &ref)) {
 		bool from_link = false;
-		const char *r = ref_name(c, ref, &from_link);
+		r = ref_name(c, ref, &from_link);
 		if (c->fatal)
 			return NULL;
 		if (from_link || !name)
 			return r;
 	}
-	return name ? sym_intern(&c->f->strings, name, strlen(name)) : NULL;
+	if (name && !(r = sym_intern(&c->f->strings, name, strlen(name))))
+		nomem(c);
+	return r;
 }
 
 /* ---- Ranges ------------------------------------------------------------------------------ */
@@ -347,7 +397,7 @@ static const char *cu_file_name(struct dw *c, Dwarf_Unsigned fileno)
 	    fileno - (Dwarf_Unsigned)c->cu_file_base >= (Dwarf_Unsigned)c->cu_nfiles)
 		return NULL;
 	uint32_t ix = c->cu_files[fileno - (Dwarf_Unsigned)c->cu_file_base];
-	return ((const char **)c->files.p)[ix];
+	return ((const char **)c->f->files.p)[ix];
 }
 
 /* Record DIE (a subprogram or inlined call) as a scope if it has code;
@@ -541,27 +591,29 @@ static int join_path(struct dw *c, const char *comp_dir, const char *subdir, con
 
 static uint32_t file_index(struct dw *c, const char *interned)
 {
-	struct omap_ent *slot = omap_slot(&c->file_ix, (uint64_t)(uintptr_t)interned);
+	struct omap *m = &c->d->file_ix;
+	struct sym_vec *files = &c->f->files;
+	struct omap_ent *slot = omap_slot(m, (uint64_t)(uintptr_t)interned);
 	if (!slot) {
 		nomem(c);
 		return 0;
 	}
 	if (slot->used)
 		return slot->val;
-	if (c->files.n >= UINT32_MAX - 1) /* keep SYM_NO_FILE free */
+	if (files->n >= UINT32_MAX - 1) /* keep SYM_NO_FILE free */
 		return 0;
-	const char **fp = sym_vec_push(&c->files);
+	const char **fp = sym_vec_push(files);
 	if (!fp) {
 		nomem(c);
 		return 0;
 	}
 	*fp = interned;
-	omap_fill(&c->file_ix, slot, (uint64_t)(uintptr_t)interned);
-	slot->val = (uint32_t)(c->files.n - 1);
+	omap_fill(m, slot, (uint64_t)(uintptr_t)interned);
+	slot->val = (uint32_t)(files->n - 1);
 	return slot->val;
 }
 
-/* The CU's file table -> c->cu_files (index 0 of c->files: unknown). */
+/* The CU's file table -> c->cu_files (index 0 of f->files: unknown). */
 static void cu_file_table(struct dw *c, Dwarf_Line_Context lc, Dwarf_Unsigned version)
 {
 	Dwarf_Error e = NULL;
@@ -686,14 +738,18 @@ static void cu_lines(struct dw *c, Dwarf_Die cu)
 				fileno = UINT64_MAX;
 			if (fixed) {
 				if (fixed[i] != fileno)
-					c->f->stats.file_fixups++;
+					c->file_fixups++;
 				fileno = fixed[i];
 			}
 		}
+		/* Same address as the row before in this sequence: the last row
+		 * wins, an end mark included (the row before it covers no byte;
+		 * kept, it would sort after the end mark and name every address
+		 * up to the next sequence). */
 		struct sym_line *l;
-		if (!end && c->lines.n > seq_start && last_line(c)->addr == addr &&
+		if (c->lines.n > seq_start && last_line(c)->addr == addr &&
 		    last_line(c)->file != SYM_NO_FILE) {
-			l = last_line(c); /* same address: the last row wins */
+			l = last_line(c);
 		} else if (!(l = sym_vec_push(&c->lines))) {
 			nomem(c);
 			break;
@@ -718,17 +774,13 @@ static void cu_lines(struct dw *c, Dwarf_Die cu)
 
 /* ---- Compile units ----------------------------------------------------------------------------- */
 
-static void one_cu(struct dw *c, Dwarf_Half cu_type)
+/* The CU's bases for range lists, from its top DIE. */
+static void cu_bases(struct dw *c, Dwarf_Die cu, const struct sym_cu *u)
 {
 	Dwarf_Error e = NULL;
-	Dwarf_Die cu = NULL;
-	if (!dw_ok(c, dwarf_siblingof_b(c->dbg, NULL, true, &cu, &e), &e))
-		return;
-	Dwarf_Off cu_off = 0;
-	if (!dw_ok(c, dwarf_dieoffset(cu, &cu_off, &e), &e)) {
-		dwarf_dealloc_die(cu);
-		return;
-	}
+	c->cu_version = u->version;
+	c->rng.addr_size = u->addr_size;
+	c->rng.off_size = u->off_size;
 	Dwarf_Addr base = 0;
 	if (!dw_ok(c, dwarf_lowpc(cu, &base, &e), &e))
 		base = 0;
@@ -739,10 +791,32 @@ static void one_cu(struct dw *c, Dwarf_Half cu_type)
 	v = 0;
 	c->rng.has_addr_base = die_secoff(c, cu, DW_AT_addr_base, &v);
 	c->rng.addr_base = v;
+}
+
+/* The top DIE of unit U, or NULL (the CU then counts as failed). */
+static Dwarf_Die cu_die(struct dw *c, const struct sym_cu *u, Dwarf_Off *die_off)
+{
+	Dwarf_Error e = NULL;
+	Dwarf_Die cu = NULL;
+	*die_off = u->die_off;
+	if (!c->dbg || !dw_ok(c, dwarf_offdie_b(c->dbg, u->die_off, true, &cu, &e), &e)) {
+		c->cu_failed = true;
+		return NULL;
+	}
+	return cu;
+}
+
+static void one_cu(struct dw *c, const struct sym_cu *u)
+{
+	Dwarf_Off cu_off = 0;
+	Dwarf_Die cu = cu_die(c, u, &cu_off);
+	if (!cu)
+		return;
+	cu_bases(c, cu, u);
 	cu_lines(c, cu);
 	/* Split units carry their DIEs in a .dwo we do not read; type units
 	 * carry no code. */
-	if (!c->fatal && (cu_type == DW_UT_compile || cu_type == DW_UT_partial))
+	if (!c->fatal && (u->unit_type == DW_UT_compile || u->unit_type == DW_UT_partial))
 		cu_scopes(c, cu, cu_off);
 	dwarf_dealloc_die(cu);
 	base_free(c->cu_files);
@@ -750,12 +824,389 @@ static void one_cu(struct dw *c, Dwarf_Half cu_type)
 	c->cu_nfiles = 0;
 }
 
+static struct dw dw_make(struct sym_file *f)
+{
+	struct sym_dwarf *d = f->dwarf;
+	return (struct dw){
+		.f = f, .d = d, .dbg = d->dbg, .code = &d->code,
+		.line_sec = d->line_sec, .line_len = d->line_len, .rng = d->rng,
+		.lines = { .elem = sizeof(struct sym_line) },
+		.scopes = { .elem = sizeof(struct sym_scope) },
+		.ranges = { .elem = sizeof(struct sym_range) },
+		.tmp = { .elem = 2 * sizeof(uint64_t) },
+	};
+}
+
+static void dw_free(struct dw *c)
+{
+	sym_vec_free(&c->lines);
+	sym_vec_free(&c->scopes);
+	sym_vec_free(&c->ranges);
+	sym_vec_free(&c->tmp);
+	base_free(c->cu_files);
+	c->cu_files = NULL;
+}
+
+int sym_dwarf_index_cu(struct sym_file *f, size_t ix)
+{
+	struct sym_cu *u = &f->cus[ix];
+	if (u->indexed)
+		return 0;
+	struct dw c = dw_make(f);
+	one_cu(&c, u);
+	if (c.fatal) {
+		dw_free(&c);
+		return c.fatal;
+	}
+	sym_vec_free(&c.tmp);
+	u->lines = c.lines.p;
+	u->nlines = c.lines.n;
+	u->scopes = c.scopes.p;
+	u->nscopes = c.scopes.n;
+	u->ranges = c.ranges.p;
+	u->nranges = c.ranges.n;
+	int err = sym_cu_finish(u);
+	if (err) {
+		base_free(u->lines);
+		base_free(u->scopes);
+		base_free(u->ranges);
+		u->lines = NULL;
+		u->scopes = NULL;
+		u->ranges = NULL;
+		u->nlines = u->nscopes = u->nranges = 0;
+		return err;
+	}
+	u->indexed = true;
+	struct sym_stats *st = &f->stats;
+	st->cus_indexed++;
+	if (c.cu_failed && !u->failed) {
+		u->failed = true;
+		st->cus_failed++;
+	}
+	st->line_rows += u->nlines;
+	st->scopes += u->nscopes;
+	st->ranges += u->nranges;
+	st->file_fixups += c.file_fixups;
+	return 0;
+}
+
+/* ---- Which unit covers which addresses ------------------------------------------------------ */
+
+static void aranges_set(void *arg, uint64_t cu_off)
+{
+	struct sym_dwarf *d = arg;
+	uint64_t *p = sym_vec_push(&d->sets);
+	if (p)
+		*p = cu_off;
+	else
+		d->aranges_nomem = true;
+}
+
+static void aranges_range(void *arg, uint64_t cu_off, uint64_t lo, uint64_t hi)
+{
+	struct sym_dwarf *d = arg;
+	if (hi <= lo)
+		return;
+	struct arange *a = sym_vec_push(&d->aranges);
+	if (a)
+		*a = (struct arange){ lo, hi, cu_off };
+	else
+		d->aranges_nomem = true;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* .debug_aranges into d->aranges / d->sets; false when absent or damaged
+ * (then the top DIEs are read instead). BK_E_NOMEM in *ERR. */
+static bool read_aranges(struct sym_dwarf *d, int *err)
+{
+	const uint8_t *sec;
+	size_t len;
+	bool comp;
+	*err = 0;
+	if (!sym_elf_section(&d->elf, ".debug_aranges", &sec, &len, &comp) || len == 0)
+		return false;
+	struct sym_aranges_cb cb = { aranges_set, aranges_range, d };
+	bool ok = sym_aranges(sec, len, &cb) == 0;
+	if (d->aranges_nomem)
+		*err = BK_E_NOMEM;
+	d->aranges_nomem = false;
+	d->have_aranges = ok && !*err;
+	if (!d->have_aranges) {
+		sym_vec_free(&d->aranges);
+		sym_vec_free(&d->sets);
+		d->have_aranges = false;
+		return false;
+	}
+	qsort(d->sets.p, d->sets.n, sizeof(uint64_t), cmp_u64);
+	return true;
+}
+
+static bool has_set(const struct sym_dwarf *d, uint64_t cu_off)
+{
+	const uint64_t *s = d->sets.p;
+	size_t lo = 0, hi = d->sets.n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s[mid] < cu_off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < d->sets.n && s[lo] == cu_off;
+}
+
+/* Index of the unit whose header is at OFF, or -1. */
+static ptrdiff_t unit_at(const struct sym_file *f, uint64_t off)
+{
+	size_t lo = 0, hi = f->ncus;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (f->cus[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < f->ncus && f->cus[lo].off == off ? (ptrdiff_t)lo : -1;
+}
+
+struct unit_list {
+	struct sym_vec cus;
+};
+
+static int unit_cb(void *arg, const struct sym_cu *u)
+{
+	struct sym_cu *p = sym_vec_push(&((struct unit_list *)arg)->cus);
+	if (!p)
+		return BK_E_NOMEM;
+	*p = *u;
+	return 0;
+}
+
+static int push_cu_range(struct sym_vec *v, uint64_t lo, uint64_t hi, size_t cu)
+{
+	struct sym_cu_range *r = sym_vec_push(v);
+	if (!r)
+		return BK_E_NOMEM;
+	*r = (struct sym_cu_range){ lo, hi, (uint32_t)cu };
+	return 0;
+}
+
+static int cmp_cu_range(const void *a, const void *b)
+{
+	const struct sym_cu_range *x = a, *y = b;
+	if (x->low != y->low)
+		return x->low < y->low ? -1 : 1;
+	if (x->high != y->high)
+		return x->high < y->high ? -1 : 1;
+	return x->cu < y->cu ? -1 : x->cu > y->cu;
+}
+
+/* Units without a .debug_aranges set: the ranges of their top DIE into V,
+ * or, with none, marked to be indexed at once (*UNPLACED). */
+static int top_die_ranges(struct sym_file *f, size_t ix, struct sym_vec *v, bool *unplaced)
+{
+	struct sym_cu *u = &f->cus[ix];
+	struct dw c = dw_make(f);
+	*unplaced = false;
+	Dwarf_Off die_off;
+	Dwarf_Die cu = cu_die(&c, u, &die_off);
+	if (cu) {
+		/* DWARF 5 §3.1.1: with DW_AT_ranges, DW_AT_low_pc is only the
+		 * base address of the unit (0 from gcc and clang). */
+		cu_bases(&c, cu, u);
+		Dwarf_Error e = NULL;
+		Dwarf_Attribute a = NULL;
+		int r = dwarf_attr(cu, DW_AT_ranges, &a, &e);
+		if (dw_ok(&c, r, &e)) {
+			die_ranges_attr(&c, a);
+			dwarf_dealloc_attribute(a);
+		} else if (r == DW_DLV_NO_ENTRY) {
+			die_ranges(&c, cu);
+		}
+		dwarf_dealloc_die(cu);
+	}
+	int err = c.fatal;
+	const uint64_t (*tr)[2] = c.tmp.p;
+	for (size_t i = 0; !err && i < c.tmp.n; i++)
+		err = push_cu_range(v, tr[i][0], tr[i][1], ix);
+	/* No range known (or the DIE unreadable): nothing says where its rows
+	 * and scopes are, so it is read before any lookup. */
+	*unplaced = c.tmp.n == 0;
+	if (!err && c.cu_failed && !u->failed) {
+		u->failed = true;
+		f->stats.cus_failed++;
+	}
+	dw_free(&c);
+	return err;
+}
+
+static int open_libdwarf(struct sym_file *f)
+{
+	struct sym_dwarf *d = f->dwarf;
+	if (d->opened)
+		return 0;
+	int err;
+	if (d->rel) {
+		Dwarf_Error e = NULL;
+		pthread_mutex_lock(&sym_dwarf_init_lock);
+		int r = dwarf_init_path(d->path, NULL, 0, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL,
+					&d->dbg, NULL, 0, NULL, &e);
+		pthread_mutex_unlock(&sym_dwarf_init_lock);
+		if (r == DW_DLV_ERROR && e)
+			dwarf_dealloc_error(NULL, e);
+		err = r == DW_DLV_OK ? 0 : r == DW_DLV_NO_ENTRY ? BK_E_NOT_FOUND : BK_E_CORRUPT;
+	} else {
+		void *dbg = NULL;
+		err = sym_dwobj_init(&d->elf, &dbg, &d->obj);
+		if (err == BK_E_NOMEM)
+			return err; /* tried again next time */
+		d->dbg = dbg;
+	}
+	d->opened = true;
+	if (err) {
+		d->dbg = NULL;
+		f->stats.cus_failed += err == BK_E_CORRUPT;
+	}
+	return 0;
+}
+
+/* Raw bytes we read ourselves: .debug_line (sym_line.c) and what range
+ * lists need (sym_ranges.c). */
+static void raw_sections(struct sym_dwarf *d)
+{
+	bool comp;
+	if (!sym_elf_section(&d->elf, ".debug_line", &d->line_sec, &d->line_len, &comp))
+		d->line_sec = NULL;
+	if (!sym_elf_section(&d->elf, ".debug_rnglists", &d->rng.rnglists, &d->rng.rnglists_len,
+			     &comp))
+		d->rng.rnglists = NULL;
+	if (!sym_elf_section(&d->elf, ".debug_ranges", &d->rng.ranges, &d->rng.ranges_len, &comp))
+		d->rng.ranges = NULL;
+	if (!sym_elf_section(&d->elf, ".debug_addr", &d->rng.addr, &d->rng.addr_len, &comp))
+		d->rng.addr = NULL;
+}
+
+static void free_units(struct sym_file *f)
+{
+	base_free(f->cus);
+	base_free(f->cu_ranges);
+	base_free(f->cu_range_max_high);
+	f->cus = NULL;
+	f->cu_ranges = NULL;
+	f->cu_range_max_high = NULL;
+	f->ncus = f->ncu_ranges = 0;
+}
+
+/* The unit list and the unit index (once). */
+static int set_up_units(struct sym_file *f)
+{
+	struct sym_dwarf *d = f->dwarf;
+	struct sym_stats *st = &f->stats;
+	const uint8_t *info;
+	size_t len;
+	bool comp;
+	struct unit_list ul = { .cus = { .elem = sizeof(struct sym_cu) } };
+	int walk = 0;
+	if (d->dbg && sym_elf_section(&d->elf, ".debug_info", &info, &len, &comp))
+		walk = sym_units(info, len, unit_cb, &ul);
+	if (walk == BK_E_NOMEM) {
+		sym_vec_free(&ul.cus);
+		return BK_E_NOMEM;
+	}
+	f->cus = ul.cus.p;
+	f->ncus = ul.cus.n;
+
+	struct sym_vec v = { .elem = sizeof(struct sym_cu_range) };
+	int err = 0;
+	if (d->have_aranges) {
+		const struct arange *a = d->aranges.p;
+		for (size_t i = 0; !err && i < d->aranges.n; i++) {
+			ptrdiff_t u = unit_at(f, a[i].cu_off);
+			if (u >= 0)
+				err = push_cu_range(&v, a[i].low, a[i].high, (size_t)u);
+		}
+	}
+	size_t failed_before = st->cus_failed;
+	for (size_t i = 0; !err && i < f->ncus; i++) {
+		struct sym_cu *u = &f->cus[i];
+		bool code_unit = u->unit_type == DW_UT_compile || u->unit_type == DW_UT_partial ||
+				 u->unit_type == DW_UT_skeleton;
+		if (!code_unit || (d->have_aranges && has_set(d, u->off)))
+			continue;
+		bool unplaced;
+		err = top_die_ranges(f, i, &v, &unplaced);
+		u->unplaced = unplaced;
+	}
+	if (!err && v.n) {
+		qsort(v.p, v.n, sizeof(struct sym_cu_range), cmp_cu_range);
+		f->cu_range_max_high = base_alloc(v.n * sizeof(uint64_t));
+		if (!f->cu_range_max_high)
+			err = BK_E_NOMEM;
+	}
+	if (err) {
+		st->cus_failed = failed_before;
+		sym_vec_free(&v);
+		free_units(f);
+		return err;
+	}
+	f->cu_ranges = v.p;
+	f->ncu_ranges = v.n;
+	uint64_t m = 0;
+	for (size_t i = 0; i < v.n; i++) {
+		if (f->cu_ranges[i].high > m)
+			m = f->cu_ranges[i].high;
+		f->cu_range_max_high[i] = m;
+	}
+	st->cus = f->ncus;
+	st->cus_failed += walk != 0; /* a unit header that could not be read */
+	if (!d->dbg)
+		st->dwarf = false;
+	/* The .debug_aranges ranges are in the unit index now. */
+	sym_vec_free(&d->aranges);
+	return 0;
+}
+
+int sym_dwarf_ready(struct sym_file *f)
+{
+	struct sym_dwarf *d = f->dwarf;
+	if (!d)
+		return 0;
+	if (!d->ready) {
+		int err = open_libdwarf(f);
+		if (err)
+			return err;
+		raw_sections(d);
+		if ((err = set_up_units(f)))
+			return err;
+		d->ready = true;
+	}
+	/* Units nothing places: read before any lookup (a retry after
+	 * BK_E_NOMEM resumes here). */
+	for (size_t i = 0; !d->placed && i < f->ncus; i++) {
+		if (!f->cus[i].unplaced || f->cus[i].indexed)
+			continue;
+		int err = sym_dwarf_index_cu(f, i);
+		if (err)
+			return err;
+	}
+	d->placed = true;
+	return 0;
+}
+
+/* ---- Opening and closing --------------------------------------------------------------------- */
+
 /* Sections libdwarf 20210528 parses unasked, on loading .debug_info, and
- * cannot survive damage in (sym_guard.c). */
-static bool lists_survivable(struct sym_elf *elf)
+ * cannot survive damage in (sym_guard.c): .debug_rnglists, which it sees
+ * through sym_dwobj.c too, and for its own reader (ET_REL) .debug_loclists. */
+static bool lists_survivable(struct sym_elf *elf, bool rel)
 {
 	static const char *const guarded[] = { ".debug_rnglists", ".debug_loclists" };
-	for (size_t i = 0; i < BK_ARRAY_LEN(guarded); i++) {
+	for (size_t i = 0; i < (rel ? 2u : 1u); i++) {
 		const uint8_t *d;
 		size_t len;
 		bool comp;
@@ -766,103 +1217,81 @@ static bool lists_survivable(struct sym_elf *elf)
 	return true;
 }
 
-/* Raw bytes we read ourselves: .debug_line (sym_line.c) and what range
- * lists need (sym_ranges.c). */
-static void raw_sections(struct dw *c, struct sym_elf *elf)
+void sym_dwarf_close(struct sym_dwarf *d)
 {
-	bool comp;
-	if (!sym_elf_section(elf, ".debug_line", &c->line_sec, &c->line_len, &comp))
-		c->line_sec = NULL;
-	if (!sym_elf_section(elf, ".debug_rnglists", &c->rng.rnglists, &c->rng.rnglists_len, &comp))
-		c->rng.rnglists = NULL;
-	if (!sym_elf_section(elf, ".debug_ranges", &c->rng.ranges, &c->rng.ranges_len, &comp))
-		c->rng.ranges = NULL;
-	if (!sym_elf_section(elf, ".debug_addr", &c->rng.addr, &c->rng.addr_len, &comp))
-		c->rng.addr = NULL;
-}
-
-/* Every CU of .debug_info, in order, until one cannot be read. */
-static void walk_cus(struct dw *c, const char *path)
-{
-	struct sym_stats *st = &c->f->stats;
-	Dwarf_Error e = NULL;
-	int r = dwarf_init_path(path, NULL, 0, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL, &c->dbg,
-				NULL, 0, NULL, &e);
-	if (r != DW_DLV_OK) {
-		if (r == DW_DLV_ERROR) {
-			if (e)
-				dwarf_dealloc_error(NULL, e);
-			st->cus_failed++;
-		}
+	if (!d)
 		return;
+	if (d->rel && d->dbg) {
+		Dwarf_Error e = NULL;
+		dwarf_finish(d->dbg, &e);
+	} else if (!d->rel) {
+		sym_dwobj_finish(d->dbg, d->obj);
 	}
-	st->dwarf = true;
-	Dwarf_Unsigned last_next = 0;
-	while (!c->fatal) {
-		Dwarf_Unsigned hdr_len = 0, typeoff = 0, next = 0;
-		Dwarf_Half version = 0, addr_size = 0, off_size = 0, ext_size = 0, cu_type = 0;
-		Dwarf_Off abbrev = 0;
-		Dwarf_Sig8 sig;
-		c->cu_failed = false;
-		r = dwarf_next_cu_header_d(c->dbg, true, &hdr_len, &version, &abbrev, &addr_size,
-					   &off_size, &ext_size, &sig, &typeoff, &next, &cu_type, &e);
-		if (!dw_ok(c, r, &e)) {
-			st->cus_failed += r == DW_DLV_ERROR;
-			break;
-		}
-		if (next <= last_next) { /* no progress: stop rather than loop */
-			st->cus_failed++;
-			break;
-		}
-		last_next = next;
-		st->cus++;
-		c->cu_version = version;
-		c->rng.addr_size = (uint8_t)addr_size;
-		c->rng.off_size = (uint8_t)off_size;
-		one_cu(c, cu_type);
-		st->cus_failed += c->cu_failed;
-	}
-	dwarf_finish(c->dbg, &e);
-	c->dbg = NULL;
+	sym_elf_close(&d->elf);
+	sym_vec_free(&d->aranges);
+	sym_vec_free(&d->sets);
+	base_free(d->names.e);
+	base_free(d->file_ix.e);
+	base_free(d->segs);
+	base_free(d->path);
+	base_free(d);
 }
 
-int sym_dwarf_index(struct sym_file *f, const char *path, struct sym_elf *elf,
-		    const struct sym_code *code)
+int sym_dwarf_open(struct sym_file *f, const char *path, struct sym_elf *elf,
+		   const struct sym_code *code)
 {
-	struct dw c = {
-		.f = f, .code = code,
-		.lines = { .elem = sizeof(struct sym_line) },
-		.scopes = { .elem = sizeof(struct sym_scope) },
-		.ranges = { .elem = sizeof(struct sym_range) },
-		.files = { .elem = sizeof(const char *) },
-		.tmp = { .elem = 2 * sizeof(uint64_t) },
-	};
-	const char **unknown = sym_vec_push(&c.files); /* index 0: no file */
-	if (!unknown)
-		return BK_E_NOMEM;
-
+	struct sym_stats *st = &f->stats;
 	bool comp = false;
 	if (sym_elf_has(elf, ".debug_info", &comp))
-		f->stats.dwarf_compressed = comp;
-	if (lists_survivable(elf)) {
-		raw_sections(&c, elf);
-		walk_cus(&c, path);
-	} else {
-		f->stats.cus_failed++;
-		f->stats.dwarf_rejected = true;
+		st->dwarf_compressed = comp;
+	bool rel = elf->type == 1 /* ET_REL */;
+	if (!lists_survivable(elf, rel)) {
+		st->cus_failed++;
+		st->dwarf_rejected = true;
+		return 0;
 	}
+	struct sym_dwarf *d = base_calloc(1, sizeof(*d));
+	if (!d)
+		return BK_E_NOMEM;
+	d->aranges.elem = sizeof(struct arange);
+	d->sets.elem = sizeof(uint64_t);
+	d->rel = rel;
+	size_t plen = strlen(path) + 1;
+	d->path = base_alloc(plen);
+	if (code->nseg)
+		d->segs = base_calloc(code->nseg, sizeof(*d->segs));
+	/* Index 0 of f->files: no file. */
+	if (!f->files.elem)
+		f->files.elem = sizeof(const char *);
+	const char **unknown = f->files.n ? f->files.p : sym_vec_push(&f->files);
+	if (!d->path || (code->nseg && !d->segs) || !unknown) {
+		sym_dwarf_close(d);
+		return BK_E_NOMEM;
+	}
+	memcpy(d->path, path, plen);
+	if (code->nseg)
+		memcpy(d->segs, code->seg, code->nseg * sizeof(*d->segs));
+	d->code.seg = (const uint64_t (*)[2])d->segs;
+	d->code.nseg = code->nseg;
+	d->elf = *elf;
+	*elf = (struct sym_elf){ .fd = -1 };
+	f->dwarf = d;
+	st->dwarf = true;
 
-	int err = c.fatal;
-	sym_vec_free(&c.tmp);
-	base_free(c.names.e);
-	base_free(c.file_ix.e);
-	f->files = c.files.p;
-	f->nfiles = c.files.n;
-	f->lines = c.lines.p;
-	f->nlines = c.lines.n;
-	f->scopes = c.scopes.p;
-	f->nscopes = c.scopes.n;
-	f->ranges = c.ranges.p;
-	f->nranges = c.ranges.n;
-	return err;
+	/* An ET_REL object's .debug_aranges holds unrelocated addresses (0 +
+	 * a relocation): place its units by their (relocated) top DIEs. */
+	int err = 0;
+	if (!rel && read_aranges(d, &err)) {
+		st->aranges = true;
+		/* Until the unit headers are read: the sets, one per CU. */
+		const uint64_t *s = d->sets.p;
+		st->cus = 0;
+		for (size_t i = 0; i < d->sets.n; i++)
+			st->cus += i == 0 || s[i] != s[i - 1];
+		return 0;
+	}
+	if (err)
+		return err;
+	/* No usable .debug_aranges: read the top DIEs now. */
+	return sym_dwarf_ready(f);
 }

@@ -1,6 +1,7 @@
 /* ELF symbol tables through libelf: the function symbols of .symtab or
- * .dynsym, aliases merged, sorted by address, names demangled; and raw
- * section bytes (decompressed) for the line-table cross-check.
+ * .dynsym, aliases merged, sorted by address, names demangled when a lookup
+ * first returns them; and raw section bytes (decompressed on first use) for
+ * libdwarf (sym_dwobj.c) and our own DWARF readers.
  *
  * Which symbols count: STT_FUNC and STT_GNU_IFUNC defined in a section, and
  * STT_NOTYPE with a size in an executable section (hand-written assembly
@@ -46,6 +47,9 @@ int sym_elf_open(const char *path, struct sym_elf *out)
 	out->fd = fd;
 	out->elf = elf;
 	out->machine = eh.e_machine;
+	out->type = eh.e_type;
+	out->is64 = eh.e_ident[EI_CLASS] == ELFCLASS64;
+	out->msb = eh.e_ident[EI_DATA] == ELFDATA2MSB;
 	return 0;
 }
 
@@ -95,6 +99,43 @@ bool sym_elf_has(struct sym_elf *e, const char *name, bool *compressed)
 	return true;
 }
 
+/* A .zdebug section's data while still compressed: "ZLIB", then the size as
+ * 8 bytes big-endian, then the zlib stream. Once elf_compress_gnu has
+ * inflated it the name stays but the magic is gone. */
+static const uint8_t *gnu_z_header(Elf_Scn *scn)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf || d->d_size < 12 || memcmp(d->d_buf, "ZLIB", 4) != 0)
+		return NULL;
+	return d->d_buf;
+}
+
+bool sym_elf_section_size(struct sym_elf *e, const char *name, uint64_t *size)
+{
+	bool gnu_z;
+	Elf_Scn *scn = find_scn(e, name, &gnu_z);
+	GElf_Shdr sh;
+	*size = 0;
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || sh.sh_size == 0)
+		return false;
+	const uint8_t *z = gnu_z ? gnu_z_header(scn) : NULL;
+	if (z) {
+		for (int i = 0; i < 8; i++)
+			*size = *size << 8 | z[4 + i];
+	} else if (sh.sh_flags & SHF_COMPRESSED) {
+		GElf_Chdr ch;
+		if (!gelf_getchdr(scn, &ch))
+			return false;
+		*size = ch.ch_size;
+	} else {
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf)
+			return false;
+		*size = d->d_size;
+	}
+	return *size != 0;
+}
+
 bool sym_elf_section(struct sym_elf *e, const char *name, const uint8_t **data, size_t *len,
 		     bool *compressed)
 {
@@ -108,8 +149,9 @@ bool sym_elf_section(struct sym_elf *e, const char *name, const uint8_t **data, 
 	GElf_Shdr sh;
 	if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
 		return false;
+	/* Inflated in place on first use; later calls find it inflated. */
 	if (gnu_z) {
-		if (elf_compress_gnu(scn, 0, 0) < 0)
+		if (gnu_z_header(scn) && elf_compress_gnu(scn, 0, 0) < 0)
 			return false;
 		*compressed = true;
 	} else if (sh.sh_flags & SHF_COMPRESSED) {
@@ -220,8 +262,11 @@ static const char *display_name(struct sym_strings *st, const char *name)
 		return NULL;
 	memcpy(base, name, base_len);
 	base[base_len] = '\0';
-	char *dem = sym_demangle(base);
+	bool nomem;
+	char *dem = sym_demangle_ex(base, &nomem);
 	base_free(base);
+	if (nomem)
+		return NULL;
 	if (!dem)
 		return sym_intern(st, name, strlen(name));
 	size_t dl = strlen(dem), sl = strlen(at);
@@ -235,6 +280,18 @@ static const char *display_name(struct sym_strings *st, const char *name)
 	base_free(full);
 	base_free(dem);
 	return r;
+}
+
+const char *sym_symbol_name(struct sym_file *f, struct sym_symbol *s)
+{
+	if (s->shown)
+		return s->name;
+	const char *n = display_name(&f->strings, s->name);
+	if (n) {
+		s->name = n;
+		s->shown = true;
+	}
+	return n;
 }
 
 int sym_elf_symbols(struct sym_file *f, struct sym_elf *e, uint32_t sht)
@@ -274,11 +331,7 @@ int sym_elf_symbols(struct sym_file *f, struct sym_elf *e, uint32_t sht)
 			if (j < v.n && r[j].start < s->end)
 				s->end = r[j].start;
 		}
-		s->name = display_name(&f->strings, r[i].name);
-		if (!s->name) {
-			sym_vec_free(&v);
-			return BK_E_NOMEM;
-		}
+		s->name = r[i].name; /* demangled by sym_symbol_name */
 		i = j;
 	}
 	f->nsyms = k;

@@ -3,9 +3,11 @@
  * The module holding the address comes from the space (its module array, or
  * the dynamic linker for a local space); its symbols are opened on first use
  * and kept in a small table hung off the space (sym_state), keyed by path
- * and load bias, freed with the space. Cold: opening allocates and reads the
- * file; never call it from a signal handler or on an unwind path. Calls on
- * one space must not overlap (the table is not locked).
+ * and load bias, freed with the space. Opening reads the symbol tables and
+ * the unit index only; each lookup reads the DWARF of the compile unit it
+ * lands in, once (src/sym/sym.h). Cold: both allocate and read the file;
+ * never call it from a signal handler or on an unwind path. Calls on one
+ * space must not overlap (the table is not locked).
  */
 #include <stdio.h>
 #include <unistd.h>
@@ -37,7 +39,7 @@ static void state_free(void *p)
 	base_free(st);
 }
 
-static const struct sym_file *file_for(struct bk_space *s, const char *path, int64_t bias)
+static struct sym_file *file_for(struct bk_space *s, const char *path, int64_t bias)
 {
 	struct sym_state *st = s->sym_state;
 	if (!st) {
@@ -101,7 +103,7 @@ int bk_space_symbolize(struct bk_space *s, uint64_t addr, struct bk_symbol *out,
 	}
 	if (!path[0] || path[0] == '[')
 		return 0; /* the vDSO and anonymous code: no file */
-	const struct sym_file *f = file_for(s, path, bias);
+	struct sym_file *f = file_for(s, path, bias);
 	if (!f)
 		return 0;
 	struct sym_frame frames[16];

@@ -11,6 +11,7 @@
  * each such address is counted and reported rather than compared.
  */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1002,7 +1003,8 @@ static void test_corrupt(const char *src, const char *label)
 	}
 	static const char *secs[] = { ".debug_info", ".debug_abbrev", ".debug_line",
 				      ".debug_rnglists", ".debug_ranges", ".debug_str",
-				      ".debug_line_str", ".debug_addr", ".debug_str_offsets" };
+				      ".debug_line_str", ".debug_addr", ".debug_str_offsets",
+				      ".debug_aranges" };
 	struct func funcs[64];
 	size_t nf = list_funcs(src, funcs, BK_ARRAY_LEN(funcs));
 	uint8_t *img = malloc(len);
@@ -1047,19 +1049,27 @@ static void test_corrupt(const char *src, const char *label)
 			if (err)
 				continue;
 			opened++;
+			struct sym_frame fr[MAX_FR];
+			bool sane = true;
+			/* Lazily (units read as the lookups reach them), then with
+			 * every unit read at once. */
+			for (int pass = 0; pass < 2; pass++) {
+				if (pass == 1)
+					CHECK_INT(sym_index_all(f), 0, "index a damaged copy whole");
+				for (size_t i = 0; i < nf; i++)
+					for (uint64_t a = funcs[i].start; a < funcs[i].start + funcs[i].size;
+					     a += 3) {
+						int n = sym_lookup(f, a, fr, MAX_FR);
+						sane = sane && n >= 0 && n <= MAX_FR;
+						for (int k = 0; k < n; k++)
+							sane = sane && (k == n - 1 || fr[k].offset == 0);
+					}
+			}
+			CHECK(sane, "%s %s v%d: lookups sane", label, secs[s], v);
+			/* Damage is found as units are read: count it after the lookups. */
 			struct sym_stats st;
 			sym_get_stats(f, &st);
 			degraded += st.cus_failed > 0;
-			struct sym_frame fr[MAX_FR];
-			bool sane = true;
-			for (size_t i = 0; i < nf; i++)
-				for (uint64_t a = funcs[i].start; a < funcs[i].start + funcs[i].size; a += 3) {
-					int n = sym_lookup(f, a, fr, MAX_FR);
-					sane = sane && n >= 0 && n <= MAX_FR;
-					for (int k = 0; k < n; k++)
-						sane = sane && (k == n - 1 || fr[k].offset == 0);
-				}
-			CHECK(sane, "%s %s v%d: lookups sane", label, secs[s], v);
 			sym_close(f);
 		}
 	}
@@ -1130,10 +1140,6 @@ static void test_deep_nesting(void)
 	CHECK_INT(err, 0, "open deep");
 	if (err)
 		return;
-	struct sym_stats st;
-	sym_get_stats(f, &st);
-	CHECK(st.dwarf && st.cus_failed == 1, "deep: dwarf %d, failed CUs %zu", st.dwarf,
-	      st.cus_failed);
 	char *nm = capture("nm -S deep | awk '$4 == \"deep\" { print $1, $2 }'");
 	unsigned long long start = 0, size = 0;
 	if (nm && sscanf(nm, "%llx %llx", &start, &size) == 2) {
@@ -1150,39 +1156,526 @@ static void test_deep_nesting(void)
 		}
 	}
 	free(nm);
+	/* The unit is read (and its depth found too great) by the lookup. */
+	struct sym_stats st;
+	sym_get_stats(f, &st);
+	CHECK(st.dwarf && st.cus_failed == 1, "deep: dwarf %d, failed CUs %zu", st.dwarf,
+	      st.cus_failed);
 	sym_close(f);
 }
 
-/* Every allocation of sym_open failing in turn: BK_E_NOMEM or success,
- * never a crash, and (under ASan) never a leak. */
+/* One lookup's frames, for comparing two lookups. */
+struct frames {
+	int n;
+	struct sym_frame fr[MAX_FR];
+};
+
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool frames_equal(const struct frames *x, const struct frames *y)
+{
+	if (x->n != y->n)
+		return false;
+	for (int k = 0; k < x->n; k++) {
+		const struct sym_frame *a = &x->fr[k], *b = &y->fr[k];
+		if (!same_str(a->function, b->function) || !same_str(a->symbol, b->symbol) ||
+		    !same_str(a->file, b->file) || a->offset != b->offset || a->line != b->line ||
+		    a->column != b->column || a->inlined != b->inlined)
+			return false;
+	}
+	return true;
+}
+
+static void print_frames(const char *who, const struct frames *x)
+{
+	fprintf(stderr, "  %s (%d):\n", who, x->n);
+	for (int k = 0; k < x->n; k++)
+		fprintf(stderr, "    %s [%s]+0x%" PRIx64 " %s:%u:%u%s\n", nz(x->fr[k].function),
+			nz(x->fr[k].symbol), x->fr[k].offset, nz(x->fr[k].file), x->fr[k].line,
+			x->fr[k].column, x->fr[k].inlined ? " (inlined)" : "");
+}
+
+/* Every allocation of sym_open and of the first lookups after it failing in
+ * turn: BK_E_NOMEM or success, never a crash, never a wrong answer, and
+ * (under ASan) never a leak; a lookup that failed gives the right answer
+ * when asked again. */
 static void test_nomem(void)
 {
 	struct sym_file *f;
-	size_t fails = 0, oks = 0;
+	size_t fails = 0, oks = 0, lookup_fails = 0;
 	const char *prog = tpath("prog_gcc5");
+	struct func funcs[64];
+	size_t nf = list_funcs(prog, funcs, BK_ARRAY_LEN(funcs));
+	uint64_t addrs[8];
+	size_t na = 0;
+	for (size_t i = 0; i < nf && na < BK_ARRAY_LEN(addrs); i++)
+		addrs[na++] = funcs[i].start + funcs[i].size / 2;
+	static struct frames want[8], got;
+	struct sym_file *ref; /* open while WANT's strings are used */
+	if (sym_open(prog, NULL, &ref) != 0)
+		return;
+	for (size_t i = 0; i < na; i++)
+		want[i].n = sym_lookup(ref, addrs[i], want[i].fr, MAX_FR);
 	for (unsigned long n = 1; n < 4000; n += n < 300 ? 1 : 37) {
 		base_alloc_fail_after(n);
 		int err = sym_open(prog, NULL, &f);
+		bool failed_lookup = false, right = true;
+		for (size_t i = 0; !err && i < na; i++) {
+			got.n = sym_lookup(f, addrs[i], got.fr, MAX_FR);
+			if (got.n == BK_E_NOMEM)
+				failed_lookup = true;
+			else
+				right = right && frames_equal(&got, &want[i]);
+		}
 		base_alloc_fail_after(0);
 		CHECK(err == 0 || err == BK_E_NOMEM, "fail after %lu: %d", n, err);
+		CHECK(right, "fail after %lu: a lookup that did not fail is right", n);
 		if (err == 0) {
-			oks++;
+			/* Asked again, with memory: every answer right. */
+			for (size_t i = 0; i < na; i++) {
+				got.n = sym_lookup(f, addrs[i], got.fr, MAX_FR);
+				CHECK(frames_equal(&got, &want[i]), "fail after %lu: 0x%" PRIx64
+				      " right when asked again", n, addrs[i]);
+			}
 			sym_close(f);
-		} else {
+		}
+		if (err || failed_lookup) {
 			fails++;
+			lookup_fails += !err;
+		} else {
+			oks++;
 		}
 	}
-	printf("allocation failures: %zu reported BK_E_NOMEM, %zu opened (failure past the end)\n",
-	       fails, oks);
+	printf("allocation failures: %zu reported BK_E_NOMEM (%zu in lookups), %zu opened and "
+	       "looked up (failure past the end)\n",
+	       fails, lookup_fails, oks);
 	CHECK(fails > 20, "allocation failures exercised: %zu", fails);
+	CHECK(lookup_fails > 5, "allocation failures in lookups exercised: %zu", lookup_fails);
+	sym_close(ref);
 }
 
-int main(void)
+/* ---- Lazy indexing against indexing everything -------------------------------------- */
+
+/* Lookups on a file opened lazily and on the same file with every unit
+ * indexed up front (sym_index_all: the one merged index sym_open built
+ * before indexing became lazy) agree at every address of ADDRS. */
+static void compare_lazy(const char *label, const char *path, const char *debug,
+			 const uint64_t *addrs, size_t na)
+{
+	struct sym_file *lazy = NULL, *all = NULL;
+	if (sym_open(path, debug, &lazy) != 0 || sym_open(path, debug, &all) != 0) {
+		CHECK(0, "%s: open", label);
+		sym_close(lazy);
+		return;
+	}
+	struct sym_stats st;
+	sym_get_stats(lazy, &st);
+	size_t indexed_at_open = st.cus_indexed;
+	CHECK_INT(sym_index_all(all), 0, label);
+	static struct frames a, b;
+	size_t differ = 0, frames = 0;
+	for (size_t i = 0; i < na; i++) {
+		a.n = sym_lookup(lazy, addrs[i], a.fr, MAX_FR);
+		b.n = sym_lookup(all, addrs[i], b.fr, MAX_FR);
+		frames += (size_t)(b.n > 0 ? b.n : 0);
+		if (frames_equal(&a, &b))
+			continue;
+		if (differ++ < 4) {
+			fprintf(stderr, "%s: 0x%" PRIx64 " lazy and whole index differ:\n", label,
+				addrs[i]);
+			print_frames("lazy", &a);
+			print_frames("whole", &b);
+		}
+	}
+	CHECK(differ == 0, "%s: %zu of %zu addresses differ between lazy and whole index", label,
+	      differ, na);
+	struct sym_stats sa, sb;
+	sym_get_stats(lazy, &sa);
+	sym_get_stats(all, &sb);
+	CHECK(sb.cus_indexed == sb.cus && sa.cus_indexed <= sb.cus_indexed,
+	      "%s: units read lazily %zu, whole %zu of %zu", label, sa.cus_indexed,
+	      sb.cus_indexed, sb.cus);
+	printf("%-34s lazy = whole index at %6zu addresses (%6zu frames); units: %zu at open, "
+	       "%zu after, of %zu%s\n",
+	       label, na, frames, indexed_at_open, sa.cus_indexed, sb.cus,
+	       sa.aranges ? " (.debug_aranges)" : "");
+	sym_close(lazy);
+	sym_close(all);
+}
+
+/* Every instruction of BIN's functions, and the bytes around each
+ * function (padding, the byte past its end). */
+static size_t every_address(const char *bin, uint64_t *addrs, size_t max)
+{
+	static struct func funcs[MAX_FUNCS];
+	size_t nf = list_funcs(bin, funcs, MAX_FUNCS);
+	size_t na = list_insns(bin, funcs, nf, addrs, max);
+	for (size_t i = 0; i < nf && na + 3 <= max; i++) {
+		addrs[na++] = funcs[i].start - 1;
+		addrs[na++] = funcs[i].start + funcs[i].size;
+		addrs[na++] = funcs[i].start + funcs[i].size + 1;
+	}
+	return na;
+}
+
+/* PATH lazily against PATH indexed whole, at the addresses of REF (PATH
+ * itself, or its unstripped original). */
+static void test_lazy_file(const char *label, const char *ref, const char *path,
+			   const char *debug)
+{
+	static uint64_t addrs[MAX_ADDRS];
+	size_t na = every_address(ref, addrs, MAX_ADDRS);
+	CHECK(na >= 20, "%s: %zu addresses", label, na);
+	compare_lazy(label, path, debug, addrs, na);
+}
+
+/* A program whose units come from gcc (with .debug_aranges) and clang
+ * (without): the index is checked against the unit headers, and the units
+ * .debug_aranges lacks are placed by their top DIE. And gcc's output with
+ * .debug_aranges removed: every unit placed by its top DIE. */
+static void test_partial_aranges(void)
+{
+	/* prog.c from gcc, then a clang unit with a few functions of its own. */
+	if (!write_file("mix_b.c", "static inline int th(int x) { return x ^ (x >> 2); }\n"
+				   "__attribute__((noinline)) int mix_b(int x)\n"
+				   "{\n\tint s = 0;\n\tfor (int i = 0; i < x; i++)\n"
+				   "\t\ts += th(i) * 5 + (s >> 1);\n\treturn s;\n}\n"
+				   "__attribute__((noinline)) int mix_c(int x) { return mix_b(x) + th(x); }\n"
+				   "int (*mix_use)(int) = mix_c;\n") ||
+	    !run("gcc -O2 -g -c -o mix_a.o prog.c && clang -O2 -g -c -o mix_b.o mix_b.c && "
+		 "gcc -o mixed mix_a.o mix_b.o")) {
+		printf("SKIP: gcc + clang mixed program\n");
+	} else {
+		struct sym_file *f;
+		if (sym_open(tpath("mixed"), NULL, &f) == 0) {
+			struct sym_stats st;
+			sym_get_stats(f, &st);
+			CHECK(st.aranges && st.cus_indexed == 0, "mixed: aranges %d, read at open %zu",
+			      st.aranges, st.cus_indexed);
+			sym_close(f);
+		}
+		diff_file("gcc + clang (partial aranges)", tpath("mixed"), tpath("mixed"), NULL, true);
+		test_lazy_file("gcc + clang (partial aranges)", tpath("mixed"), tpath("mixed"), NULL);
+	}
+	if (run("objcopy --remove-section .debug_aranges prog_gcc5 prog_noar")) {
+		struct sym_file *f;
+		if (sym_open(tpath("prog_noar"), NULL, &f) == 0) {
+			struct sym_stats st;
+			sym_get_stats(f, &st);
+			CHECK(!st.aranges && st.cus >= 1, "no aranges: aranges %d, CUs %zu", st.aranges,
+			      st.cus);
+			sym_close(f);
+		}
+		diff_file("gcc dwarf5 without aranges", tpath("prog_noar"), tpath("prog_noar"), NULL,
+			  false);
+		test_lazy_file("gcc dwarf5 without aranges", tpath("prog_noar"), tpath("prog_noar"),
+			       NULL);
+	}
+}
+
+/* An ET_REL object: libdwarf's own reader (it relocates), lazily too. */
+static void test_relocatable(void)
+{
+	if (!run("gcc -O2 -g -c -o prog.o prog.c")) {
+		printf("SKIP: gcc -c\n");
+		return;
+	}
+	static uint64_t addrs[4096];
+	size_t na = 0;
+	for (uint64_t a = 0; a < 2048 && na < BK_ARRAY_LEN(addrs); a += 1)
+		addrs[na++] = a;
+	compare_lazy("gcc -c object (ET_REL)", tpath("prog.o"), NULL, addrs, na);
+}
+
+/* Opening reads no unit; a lookup reads the units covering its address
+ * (at most PER_LOOKUP of them). FUNCS: functions of PATH. */
+static void test_lazy_open(const char *path, const struct func *funcs, size_t nf,
+			   size_t per_lookup)
+{
+	struct sym_file *f;
+	if (sym_open(path, NULL, &f) != 0)
+		return;
+	struct sym_stats st;
+	sym_get_stats(f, &st);
+	CHECK(st.dwarf && st.cus_indexed == 0 && st.line_rows == 0,
+	      "%s: nothing read at open: CUs %zu, rows %zu", path, st.cus_indexed, st.line_rows);
+	/* Up to the first function with source lines (the C runtime's have none). */
+	struct sym_frame fr[MAX_FR];
+	size_t i = 0;
+	for (; i < nf; i++) {
+		int n = sym_lookup(f, funcs[i].start + funcs[i].size / 2, fr, MAX_FR);
+		if (n >= 1 && fr[0].file)
+			break;
+	}
+	CHECK(i < nf, "%s: a function with lines", path);
+	sym_get_stats(f, &st);
+	CHECK(st.cus_indexed >= 1 && st.cus_indexed <= (i + 1) * per_lookup &&
+	      st.cus_indexed < st.cus,
+	      "%s: %zu lookups read %zu of %zu units", path, i + 1, st.cus_indexed, st.cus);
+	sym_close(f);
+}
+
+struct thread_arg {
+	struct sym_file *f;
+	const uint64_t *addrs;
+	const struct frames *want;
+	size_t na, start, wrong;
+};
+
+static void *lookup_thread(void *p)
+{
+	struct thread_arg *t = p;
+	struct frames got;
+	for (size_t k = 0; k < t->na; k++) {
+		size_t i = (t->start + k * 7) % t->na;
+		got.n = sym_lookup(t->f, t->addrs[i], got.fr, MAX_FR);
+		t->wrong += !frames_equal(&got, &t->want[i]);
+	}
+	return NULL;
+}
+
+/* Several threads looking up in one lazily opened file at once. */
+static void test_threads(const char *path)
+{
+	static uint64_t addrs[MAX_ADDRS];
+	static struct frames want[MAX_ADDRS];
+	size_t na = every_address(path, addrs, 20000);
+	struct sym_file *ref, *f;
+	if (na < 20 || sym_open(path, NULL, &ref) != 0)
+		return;
+	CHECK_INT(sym_index_all(ref), 0, "threads: whole index");
+	for (size_t i = 0; i < na; i++)
+		want[i].n = sym_lookup(ref, addrs[i], want[i].fr, MAX_FR);
+	if (sym_open(path, NULL, &f) != 0) {
+		sym_close(ref);
+		return;
+	}
+	pthread_t th[4];
+	struct thread_arg args[4];
+	for (int i = 0; i < 4; i++) {
+		args[i] = (struct thread_arg){ f, addrs, want, na, (size_t)i * na / 4, 0 };
+		CHECK_INT(pthread_create(&th[i], NULL, lookup_thread, &args[i]), 0, "pthread_create");
+	}
+	size_t wrong = 0;
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		wrong += args[i].wrong;
+	}
+	CHECK(wrong == 0, "threads: %zu wrong answers", wrong);
+	printf("4 threads, one file: %zu lookups each, %zu wrong\n", na, wrong);
+	sym_close(f);
+	sym_close(ref);
+}
+
+/* libc with its debug file (libc6-dbg), when installed: compressed DWARF 5
+ * from gcc, thousands of units. Spread addresses: start, thirds and last
+ * byte of every function. */
+static void test_system_lib(const char *path)
+{
+	struct sym_file *f;
+	if (sym_open(path, NULL, &f) != 0)
+		return;
+	struct sym_stats st;
+	sym_get_stats(f, &st);
+	sym_close(f);
+	if (!st.dwarf || !st.used_debug_file) {
+		printf("SKIP: %s: no debug file\n", path);
+		return;
+	}
+	static struct func funcs[65536];
+	char *txt = capture("nm -D -n -S --defined-only '%s'", path);
+	size_t nf = 0;
+	for (char *line = txt ? strtok(txt, "\n") : NULL; line && nf < BK_ARRAY_LEN(funcs);
+	     line = strtok(NULL, "\n")) {
+		unsigned long long a, s;
+		char t;
+		if (sscanf(line, "%llx %llx %c", &a, &s, &t) == 3 && strchr("TtWwi", t) && s) {
+			funcs[nf].start = a;
+			funcs[nf++].size = s;
+		}
+	}
+	free(txt);
+	test_lazy_open(path, funcs, nf, 2);
+	static uint64_t addrs[MAX_ADDRS];
+	size_t na = 0;
+	for (size_t i = 0; i < nf && na + 4 <= MAX_ADDRS; i++) {
+		addrs[na++] = funcs[i].start;
+		addrs[na++] = funcs[i].start + funcs[i].size / 3;
+		addrs[na++] = funcs[i].start + 2 * funcs[i].size / 3;
+		addrs[na++] = funcs[i].start + funcs[i].size - 1;
+	}
+	compare_lazy(path, path, NULL, addrs, na);
+}
+
+/* ---- Benchmark (not a test): `test_sym --bench [FILE...]` ------------------------ */
+
+#include <time.h>
+
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* N addresses spread over the sized functions of BIN (`nm -S`, .symtab or
+ * else .dynsym), each in the middle of its function. */
+static size_t bench_pcs(const char *bin, uint64_t *out, size_t n)
+{
+	static struct func funcs[65536];
+	char *txt = capture("{ nm -n -S --defined-only '%s' 2>/dev/null | grep -q . && "
+			    "nm -n -S --defined-only '%s' || nm -D -n -S --defined-only '%s'; }",
+			    bin, bin, bin);
+	size_t nf = 0;
+	for (char *line = txt ? strtok(txt, "\n") : NULL; line && nf < BK_ARRAY_LEN(funcs);
+	     line = strtok(NULL, "\n")) {
+		unsigned long long a, s;
+		char t;
+		if (sscanf(line, "%llx %llx %c", &a, &s, &t) == 3 && strchr("TtWw", t) && s > 1) {
+			funcs[nf].start = a;
+			funcs[nf].size = s;
+			nf++;
+		}
+	}
+	free(txt);
+	size_t k = 0;
+	for (size_t i = 0; i < n && nf; i++) {
+		const struct func *fn = &funcs[(i * nf) / n + (nf / n) / 2 < nf ? (i * nf) / n + (nf / n) / 2 : nf - 1];
+		out[k++] = fn->start + fn->size / 2;
+	}
+	return k;
+}
+
+#define BENCH_RUNS 7
+
+/* Open, first lookup and a second lookup elsewhere in PATH; best and median. */
+static void bench_file(const char *path)
+{
+	uint64_t pcs[2];
+	if (bench_pcs(path, pcs, 2) < 2) {
+		printf("%-44s (no function symbols)\n", path);
+		return;
+	}
+	double t_open[BENCH_RUNS], t_first[BENCH_RUNS], t_second[BENCH_RUNS], t_again[BENCH_RUNS];
+	struct sym_stats st = { 0 };
+	int nfr = 0;
+	for (int r = 0; r < BENCH_RUNS; r++) {
+		struct sym_file *f;
+		double t0 = now_ms();
+		if (sym_open(path, NULL, &f) != 0) {
+			printf("%-44s cannot open\n", path);
+			return;
+		}
+		double t1 = now_ms();
+		struct sym_frame fr[MAX_FR];
+		nfr = sym_lookup(f, pcs[0], fr, MAX_FR);
+		double t2 = now_ms();
+		sym_lookup(f, pcs[1], fr, MAX_FR);
+		double t3 = now_ms();
+		for (int k = 0; k < 1000; k++)
+			sym_lookup(f, pcs[0], fr, MAX_FR);
+		double t4 = now_ms();
+		sym_get_stats(f, &st);
+		sym_close(f);
+		t_open[r] = t1 - t0;
+		t_first[r] = t2 - t1;
+		t_second[r] = t3 - t2;
+		t_again[r] = (t4 - t3) * 1e3 / 1000; /* us per lookup */
+	}
+	qsort(t_open, BENCH_RUNS, sizeof(double), cmp_double);
+	qsort(t_first, BENCH_RUNS, sizeof(double), cmp_double);
+	qsort(t_second, BENCH_RUNS, sizeof(double), cmp_double);
+	qsort(t_again, BENCH_RUNS, sizeof(double), cmp_double);
+	printf("%-44s open %8.2f (%8.2f)  first %7.2f (%7.2f)  second %7.2f (%7.2f)  again %6.2f us"
+	       "  [%zu CUs, %zu rows, %zu scopes, %d frames]\n",
+	       path, t_open[0], t_open[BENCH_RUNS / 2], t_first[0], t_first[BENCH_RUNS / 2],
+	       t_second[0], t_second[BENCH_RUNS / 2], t_again[0], st.cus, st.line_rows, st.scopes,
+	       nfr);
+}
+
+/* What `backstep pid` does for a stack: open the modules, then ~25 lookups
+ * (NA in A, NB in B), cold each run. */
+static void bench_mix(const char *a, size_t na, const char *b, size_t nb)
+{
+	uint64_t pa[64], pb[64];
+	na = bench_pcs(a, pa, na);
+	nb = bench_pcs(b, pb, nb);
+	double t[BENCH_RUNS];
+	int frames = 0;
+	for (int r = 0; r < BENCH_RUNS; r++) {
+		double t0 = now_ms();
+		struct sym_file *fa, *fb;
+		if (sym_open(a, NULL, &fa) != 0 || sym_open(b, NULL, &fb) != 0)
+			return;
+		struct sym_frame fr[MAX_FR];
+		frames = 0;
+		for (size_t i = 0; i < na || i < nb; i++) {
+			if (i < na)
+				frames += sym_lookup(fa, pa[i], fr, MAX_FR);
+			if (i < nb)
+				frames += sym_lookup(fb, pb[i], fr, MAX_FR);
+		}
+		t[r] = now_ms() - t0;
+		sym_close(fa);
+		sym_close(fb);
+	}
+	qsort(t, BENCH_RUNS, sizeof(double), cmp_double);
+	printf("open + %zu lookups in %s + %zu in %s: %.2f ms best, %.2f median (%d frames)\n", na,
+	       a, nb, b, t[0], t[BENCH_RUNS / 2], frames);
+}
+
+static int bench(int argc, char **argv)
+{
+	printf("times in ms, best (median) of %d; 'again': the first address once more, in us "
+	       "(mean of 1000)\n",
+	       BENCH_RUNS);
+	if (argc > 0) {
+		for (int i = 0; i < argc; i++)
+			bench_file(argv[i]);
+		return 0;
+	}
+	static const char *const libs[] = { "/lib/x86_64-linux-gnu/libc.so.6",
+					    "/lib64/ld-linux-x86-64.so.2",
+					    "/lib/x86_64-linux-gnu/libstdc++.so.6" };
+	for (size_t i = 0; i < BK_ARRAY_LEN(libs); i++)
+		bench_file(libs[i]);
+	write_file("prog_inl.h", prog_inl_h);
+	write_file("prog.c", prog_c);
+	const char *prog = tpath("prog_gcc5");
+	if (run("gcc -O2 -g -o prog_gcc5 prog.c")) {
+		bench_file(prog);
+		bench_mix(libs[0], 13, prog, 12);
+	}
+	static char self[4096];
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (sl > 0) {
+		self[sl] = '\0';
+		bench_file(self);
+		bench_mix(libs[0], 13, self, 12);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	snprintf(tmp, sizeof(tmp), "/tmp/bk_sym_XXXXXX");
 	if (!mkdtemp(tmp)) {
 		perror("mkdtemp");
 		return 2;
+	}
+	if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
+		int r = bench(argc - 2, argv + 2);
+		run("rm -rf '%s'", tmp);
+		return r;
 	}
 	test_demangle();
 	test_errors();
@@ -1258,7 +1751,23 @@ int main(void)
 			test_corrupt(tpath("prog_gcc4"), "gcc dwarf4 damaged");
 		test_rejected();
 		test_nomem();
+		test_partial_aranges();
+		for (size_t i = 0; i < BK_ARRAY_LEN(builds); i++)
+			if (run("test -f %s", builds[i].out))
+				test_lazy_file(builds[i].label, tpath(builds[i].out),
+					       tpath(builds[i].out), NULL);
+		test_lazy_file("gcc dwarf5 via debuglink", tpath("prog_gcc5"),
+			       tpath("prog_gcc5.stripped"), NULL);
+		test_relocatable();
 	}
+	if (sl > 0) {
+		static struct func funcs[MAX_FUNCS];
+		test_lazy_open(self, funcs, list_funcs(self, funcs, MAX_FUNCS), 2);
+		test_lazy_file("this test program", self, self, NULL);
+		test_threads(self);
+	}
+	test_system_lib("/lib/x86_64-linux-gnu/libc.so.6");
+	test_system_lib("/lib64/ld-linux-x86-64.so.2");
 
 	if (!getenv("BK_KEEP_TMP"))
 		run("rm -rf '%s'", tmp);
