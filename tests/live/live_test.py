@@ -781,7 +781,8 @@ def case_pid(args, name, tmp):
     for tid in sorted(ceu):
         _, frames, err = cstacks.get(tid, (None, [], None))
         ours = frames
-        if (deleted and err and "no unwind information" in err and ours and ours[-1].module
+        if (deleted and (err is None or "no unwind information" in err) and ours
+                and len(ours) < len(ceu[tid]) and ours[-1].module
                 and ours[-1].module.endswith(" (deleted)")
                 and [f.pc for f in ours] == [f.pc for f in ceu[tid]][:len(ours)]):
             # backstep-gap-deleted-library (README.md): from a core, a

@@ -1752,6 +1752,8 @@ int main(int argc, char **argv)
 		test_rejected();
 		test_nomem();
 		test_partial_aranges();
+		if (run("test -f mixed")) /* two units, one placed by .debug_aranges */
+			test_corrupt(tpath("mixed"), "gcc + clang damaged");
 		for (size_t i = 0; i < BK_ARRAY_LEN(builds); i++)
 			if (run("test -f %s", builds[i].out))
 				test_lazy_file(builds[i].label, tpath(builds[i].out),
