@@ -26,7 +26,8 @@ count "normal build" build
 echo "== tests under ASan+UBSan (clang)" >&2
 if [ ! -f build-asan/build.ninja ]; then
 	CC=clang meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
-		-Dbuildtype=debug -Dfuzz=true >/dev/null
+		-Dbuildtype=debug -Dfuzz=true >build-asan.setup.log 2>&1 ||
+		{ tail -n 20 build-asan.setup.log >&2; echo "test: ASan configuration failed" >&2; }
 fi
 ninja -C build-asan >/dev/null || { echo "test: ASan build failed" >&2; fail=$((fail + 1)); }
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
