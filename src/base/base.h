@@ -241,6 +241,34 @@ struct base_ptr_ctx {
 BK_HIDDEN int base_read_pointer(struct buf *b, uint8_t enc, const struct base_ptr_ctx *ctx,
 			       uint64_t *out);
 
+/* DWARF unit_length (DWARF 5 §7.4): 32 bits, or 0xffffffff then 64 bits
+ * (*OFF_SIZE 8); the other values from 0xfffffff0 up are reserved
+ * (BK_E_CORRUPT). */
+static inline int buf_unit_length(struct buf *b, uint64_t *len, unsigned *off_size)
+{
+	struct buf r = *b;
+	uint32_t l32;
+	int err = buf_u32(&r, &l32);
+	if (err)
+		return err;
+	*off_size = 4;
+	if (l32 == 0xffffffffu) {
+		*off_size = 8;
+		if ((err = buf_u64(&r, len)))
+			return err;
+	} else if (l32 >= 0xfffffff0u) {
+		return BK_CORRUPT;
+	} else {
+		*len = l32;
+	}
+	*b = r;
+	return 0;
+}
+
+/* Bytes of a value with encoding ENC: 2, 4, 8 or ADDR_SIZE; 0 for the LEB128
+ * forms; -1 for an unknown format. */
+BK_HIDDEN int base_pointer_size(uint8_t enc, uint8_t addr_size);
+
 /* ---- Checked arithmetic ------------------------------------------------- */
 
 /* V reduced to an ADDR_SIZE-byte address. */

@@ -99,3 +99,15 @@ int base_read_pointer(struct buf *b, uint8_t enc, const struct base_ptr_ctx *ctx
 	return 0;
 }
 
+
+int base_pointer_size(uint8_t enc, uint8_t addr_size)
+{
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr: return addr_size;
+	case DW_EH_PE_udata2: case DW_EH_PE_sdata2: return 2;
+	case DW_EH_PE_udata4: case DW_EH_PE_sdata4: return 4;
+	case DW_EH_PE_udata8: case DW_EH_PE_sdata8: return 8;
+	case DW_EH_PE_uleb128: case DW_EH_PE_sleb128: return 0;
+	default: return -1;
+	}
+}

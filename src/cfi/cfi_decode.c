@@ -12,19 +12,6 @@
 
 #include "../base/dwarf.h"
 
-/* The fixed size of an encoding's value, 0 for LEB128 forms, -1 if unknown. */
-static int encoded_size(uint8_t enc, uint8_t addr_size)
-{
-	switch (enc & 0x0f) {
-	case DW_EH_PE_absptr: return addr_size;
-	case DW_EH_PE_udata2: case DW_EH_PE_sdata2: return 2;
-	case DW_EH_PE_udata4: case DW_EH_PE_sdata4: return 4;
-	case DW_EH_PE_udata8: case DW_EH_PE_sdata8: return 8;
-	case DW_EH_PE_uleb128: case DW_EH_PE_sleb128: return 0;
-	default: return -1;
-	}
-}
-
 static struct base_ptr_ctx ptr_ctx(const struct cfi_section *sec, uint8_t addr_size, uint64_t func)
 {
 	struct base_ptr_ctx c = {
@@ -44,28 +31,19 @@ int cfi_entry_at(const struct cfi_section *sec, uint64_t off, struct cfi_entry *
 	if (off >= sec->len)
 		return BK_CORRUPT;
 	struct buf b = buf_make(sec->data + off, sec->len - off);
-	uint32_t len32;
 	uint64_t len;
+	unsigned off_size;
 	int err;
 
-	if ((err = buf_u32(&b, &len32)))
+	if ((err = buf_unit_length(&b, &len, &off_size)))
 		return err;
 	e->off = off;
-	e->offset64 = false;
-	if (len32 == 0) {
+	e->offset64 = off_size == 8;
+	if (len == 0 && off_size == 4) {
 		e->kind = CFI_ENTRY_TERMINATOR;
 		e->next_off = off + 4;
 		e->body = e->end = b.p;
 		return 0;
-	}
-	if (len32 >= 0xfffffff0u) {
-		if (len32 != 0xffffffffu)
-			return BK_CORRUPT; /* reserved (DWARF 5 §7.2.2) */
-		if ((err = buf_u64(&b, &len)))
-			return err;
-		e->offset64 = true;
-	} else {
-		len = len32;
 	}
 	if (len > buf_left(&b))
 		return BK_CORRUPT;
@@ -121,14 +99,14 @@ static int decode_augmentation(const struct cfi_section *sec, struct cfi_cie *ci
 		case 'L':
 			if ((err = buf_u8(&data, &cie->lsda_enc)))
 				return err;
-			if (encoded_size(cie->lsda_enc, cie->addr_size) < 0 &&
+			if (base_pointer_size(cie->lsda_enc, cie->addr_size) < 0 &&
 			    cie->lsda_enc != DW_EH_PE_omit)
 				return BK_E_UNSUPPORTED;
 			break;
 		case 'R':
 			if ((err = buf_u8(&data, &cie->fde_enc)))
 				return err;
-			if (encoded_size(cie->fde_enc, cie->addr_size) < 0 ||
+			if (base_pointer_size(cie->fde_enc, cie->addr_size) < 0 ||
 			    cie->fde_enc == DW_EH_PE_omit)
 				return BK_E_UNSUPPORTED;
 			break;

@@ -20,17 +20,6 @@
 
 #include "../base/dwarf.h"
 
-static int fixed_size(uint8_t enc, uint8_t addr_size)
-{
-	switch (enc & 0x0f) {
-	case DW_EH_PE_absptr: return addr_size;
-	case DW_EH_PE_udata2: case DW_EH_PE_sdata2: return 2;
-	case DW_EH_PE_udata4: case DW_EH_PE_sdata4: return 4;
-	case DW_EH_PE_udata8: case DW_EH_PE_sdata8: return 8;
-	default: return -1;
-	}
-}
-
 /* Entry I of the header's table: its initial location and FDE address. */
 static int hdr_entry(const struct cfi_table *t, size_t i, uint64_t *loc, uint64_t *fde_addr)
 {
@@ -49,7 +38,7 @@ static int hdr_entry(const struct cfi_table *t, size_t i, uint64_t *loc, uint64_
 		}
 		return 0;
 	}
-	int size = fixed_size(t->hdr_enc, t->hdr_ctx.addr_size);
+	int size = base_pointer_size(t->hdr_enc, t->hdr_ctx.addr_size);
 	const uint8_t *p = t->hdr_table + i * 2 * (size_t)size;
 	struct buf b = { p, p + 2 * size };
 	int err = base_read_pointer(&b, t->hdr_enc, &t->hdr_ctx, loc);
@@ -80,7 +69,7 @@ static bool try_hdr(struct cfi_table *t, const struct cfi_hdr *hdr)
 	if (base_read_pointer(&b, ptr_enc, &ctx, &eh_frame_addr) ||
 	    base_read_pointer(&b, count_enc, &ctx, &count))
 		return false;
-	int size = fixed_size(table_enc, ctx.addr_size);
+	int size = base_pointer_size(table_enc, ctx.addr_size);
 	/* An empty table while the section has entries would hide them all. */
 	if (eh_frame_addr != t->sec.addr || size <= 0 || count == 0 ||
 	    count > buf_left(&b) / (2 * (size_t)size))

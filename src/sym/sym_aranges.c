@@ -8,24 +8,6 @@
  */
 #include "sym.h"
 
-/* unit_length (§7.4): the 64-bit escape, and the reserved values. */
-static int unit_length(struct buf *b, uint64_t *len, unsigned *off_size)
-{
-	uint32_t l32;
-	int err = buf_u32(b, &l32);
-	if (err)
-		return err;
-	*off_size = 4;
-	if (l32 == 0xffffffffu) {
-		*off_size = 8;
-		return buf_u64(b, len);
-	}
-	if (l32 >= 0xfffffff0u)
-		return BK_CORRUPT;
-	*len = l32;
-	return 0;
-}
-
 int sym_aranges(const uint8_t *sec, size_t len, const struct sym_aranges_cb *cb)
 {
 	struct buf b = buf_make(sec, len);
@@ -33,7 +15,7 @@ int sym_aranges(const uint8_t *sec, size_t len, const struct sym_aranges_cb *cb)
 		const uint8_t *set_start = b.p;
 		uint64_t set_len;
 		unsigned off_size;
-		int err = unit_length(&b, &set_len, &off_size);
+		int err = buf_unit_length(&b, &set_len, &off_size);
 		if (err)
 			return err;
 		if (set_len > buf_left(&b))
@@ -78,7 +60,7 @@ int sym_units(const uint8_t *info, size_t len, int (*cb)(void *arg, const struct
 		struct sym_cu u = { .off = (uint64_t)(b.p - info) };
 		uint64_t ulen;
 		unsigned off_size;
-		int err = unit_length(&b, &ulen, &off_size);
+		int err = buf_unit_length(&b, &ulen, &off_size);
 		if (err)
 			return err;
 		if (ulen > buf_left(&b))

@@ -21,21 +21,11 @@ int sym_check_lists(const uint8_t *sec, size_t len)
 {
 	struct buf b = buf_make(sec, len);
 	while (buf_left(&b) > 0) {
-		uint32_t len32;
 		uint64_t unit_len;
-		unsigned off_size = 4;
-		int err = buf_u32(&b, &len32);
+		unsigned off_size;
+		int err = buf_unit_length(&b, &unit_len, &off_size);
 		if (err)
 			return err;
-		if (len32 == 0xffffffffu) {
-			off_size = 8;
-			if ((err = buf_u64(&b, &unit_len)))
-				return err;
-		} else if (len32 >= 0xfffffff0u) {
-			return BK_CORRUPT;
-		} else {
-			unit_len = len32;
-		}
 		if (unit_len > buf_left(&b) || unit_len < 8)
 			return BK_CORRUPT;
 		struct buf u = { b.p, b.p + unit_len };
