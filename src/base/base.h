@@ -18,6 +18,10 @@
 
 #define BK_HIDDEN __attribute__((visibility("hidden")))
 #define BK_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+/* Not instrumented by AddressSanitizer: for the local unwinder's reads of
+ * its own thread's stack, whose words belong to other frames (dead ones,
+ * red zones) and are read on purpose. Keep such functions tiny. */
+#define BK_NO_ASAN __attribute__((no_sanitize("address")))
 
 /* Every corruption path goes through here so a debug build can say which
  * check fired (set a breakpoint on base_corrupt_at, or read the trace). */

@@ -95,14 +95,32 @@ void tgt_local_note_stack(uint64_t sp)
 	errno = saved;
 }
 
+void tgt_local_stack(uint64_t *lo, uint64_t *hi)
+{
+	*lo = stack_known ? stack_lo : 0;
+	*hi = stack_known ? stack_hi : 0;
+}
+
+/* Copy LEN bytes of our stack with loads the sanitizer does not check and
+ * the compiler cannot turn into a (checked) memcpy call. */
+static BK_NO_ASAN void copy_stack(void *dst, uint64_t addr, size_t len)
+{
+	const volatile uint8_t *p = (const volatile uint8_t *)(uintptr_t)addr;
+	uint8_t *d = dst;
+	for (size_t i = 0; i < len; i++)
+		d[i] = p[i];
+}
+
 int tgt_local_read(void *ctx, uint64_t addr, void *dst, size_t len)
 {
 	(void)ctx;
 	if (stack_known && addr >= stack_lo && addr < stack_hi && len <= stack_hi - addr) {
-		if (len == 8) /* the common case: one stack slot */
-			__builtin_memcpy(dst, (const void *)(uintptr_t)addr, 8);
-		else
-			memcpy(dst, (const void *)(uintptr_t)addr, len);
+		if (len == 8) { /* the common case: one stack slot */
+			uint64_t w = tgt_local_stack_word(addr);
+			__builtin_memcpy(dst, &w, 8);
+		} else {
+			copy_stack(dst, addr, len);
+		}
 		return 0;
 	}
 	int saved = errno;

@@ -106,6 +106,17 @@ BK_HIDDEN void tgt_close(struct tgt *t);
 /* Learn the bounds of the calling thread's stack (the mapping holding SP)
  * once per thread, so reads inside it are direct loads. */
 BK_HIDDEN void tgt_local_note_stack(uint64_t sp);
+/* The calling thread's stack as noted, or [0, 0) if not known: reads
+ * inside it may be plain loads. */
+BK_HIDDEN void tgt_local_stack(uint64_t *lo, uint64_t *hi);
+/* One word of the calling thread's stack at ADDR, inside those bounds: a
+ * plain load the sanitizer does not check (the word is another frame's). */
+static inline BK_NO_ASAN uint64_t tgt_local_stack_word(uint64_t addr)
+{
+	uint64_t w;
+	__builtin_memcpy(&w, (const void *)(uintptr_t)addr, 8);
+	return w;
+}
 /* Read our own memory without faulting: 0 or BK_E_MEMORY. */
 BK_HIDDEN int tgt_local_read(void *ctx, uint64_t addr, void *dst, size_t len);
 

@@ -192,13 +192,24 @@ const char *bk_how_name(enum bk_frame_how how)
 
 /* ---- Signal frames -------------------------------------------------------- */
 
+/* PC is in the sigreturn trampoline: at its first instruction, or at a
+ * later one (the system call), where a signal can interrupt it too. SP is
+ * the same at each of its instructions. */
 static bool is_sigtramp(struct bk_space *s, uint64_t pc)
 {
 	const struct arch_sigframe *sf = &s->arch->sigframe;
-	uint8_t code[sizeof(sf->code)];
-	if (!sf->code_len || s->ops.read_mem(s->ctx, pc, code, sf->code_len) != 0)
+	uint8_t code[2 * sizeof(sf->code)];
+	size_t n = sf->code_len;
+	if (!n)
 		return false;
-	return memcmp(code, sf->code, sf->code_len) == 0;
+	if (pc < n - 1 || s->ops.read_mem(s->ctx, pc - (n - 1), code, 2 * n - 1) != 0) {
+		/* The bytes before PC may be unmapped: the first instruction only. */
+		return s->ops.read_mem(s->ctx, pc, code, n) == 0 && !memcmp(code, sf->code, n);
+	}
+	for (size_t back = 0; back < n; back++)
+		if (!memcmp(code + (n - 1) - back, sf->code, n))
+			return true;
+	return false;
 }
 
 /* Every saved register from the ucontext at SP; the frame after it is
@@ -756,6 +767,43 @@ static int step_nocfi(struct uw_cursor *c)
 
 /* ---- Step ----------------------------------------------------------------- */
 
+/* How the frame at PC (looked up at LOOKUP) in module M (NULL: none known)
+ * is unwound: the sigreturn trampoline, a CFI row (compiled into *CROW; the
+ * full row in *T, *CIE, *ROW for the slow path) or no CFI at all. */
+static int decide(struct bk_space *s, const struct uw_module *m, uint64_t pc, uint64_t lookup,
+		  struct uw_crow *crow, const struct cfi_table **t, struct cfi_cie *cie,
+		  struct cfi_row *row)
+{
+	memset(crow, 0, sizeof(*crow));
+	if (is_sigtramp(s, pc)) {
+		crow->kind = UW_KIND_SIGNAL;
+		return 0;
+	}
+	/* BK_SPACE_NO_CFI: every PC is "no CFI" (frame pointers). */
+	if (!m || (s->flags & BK_SPACE_NO_CFI))
+		return 0;
+	int err = find_row(m, lookup, t, cie, row);
+	if (err)
+		return err == BK_E_NOT_FOUND ? 0 : err;
+	compile_row(s->arch, &(*t)->sec, cie, row, crow);
+	return 0;
+}
+
+int uw_local_decide(struct bk_space *s, const struct tgt_local_object *obj, uint64_t tag,
+		    uint64_t pc, uint64_t lookup, struct uw_crow *crow)
+{
+	struct uw_module tmp;
+	struct cfi_table tmp_table;
+	struct cfi_cie cie;
+	struct cfi_row row;
+	const struct cfi_table *t = NULL;
+	const struct uw_module *m = obj ? uw_local_module(s, obj, &tmp, &tmp_table) : NULL;
+	int err = decide(s, m, pc, lookup, crow, &t, &cie, &row);
+	if (!err)
+		uw_cache_put(s, lookup, tag, crow);
+	return err;
+}
+
 static int step(struct uw_cursor *c)
 {
 	struct bk_space *s = c->space;
@@ -776,31 +824,20 @@ static int step(struct uw_cursor *c)
 	struct cfi_table tmp_table;
 	struct tgt_local_object obj;
 	uint64_t tag = 0;
-	const struct uw_module *m = NULL;
 	bool known = s->local && uw_local_identify(lookup, &obj, &tag);
 	bool cached = uw_cache_get(s, lookup, tag, &crow);
 
-	if (!cached) {
-		memset(&crow, 0, sizeof(crow));
-		if (is_sigtramp(s, pc))
-			crow.kind = UW_KIND_SIGNAL;
-	}
-	if (!cached ? crow.kind != UW_KIND_SIGNAL : crow.kind == UW_KIND_CFI_SLOW) {
-		/* Not decided yet, or decided to need the full row again. */
-		if (!s->local)
-			m = uw_space_find(s, lookup);
-		else if (known)
-			m = uw_local_module(s, &obj, &tmp, &tmp_table);
-		/* BK_SPACE_NO_CFI: every PC is "no CFI" (frame pointers). */
-		int err = m && !(s->flags & BK_SPACE_NO_CFI) ? find_row(m, lookup, &t, &cie, &row)
-							     : BK_E_NOT_FOUND;
-		if (!err)
-			compile_row(a, &t->sec, &cie, &row, &crow);
-		else if (err != BK_E_NOT_FOUND)
+	/* Not decided yet, or decided to need the full row again. */
+	if (!cached || crow.kind == UW_KIND_CFI_SLOW) {
+		const struct uw_module *m = !s->local ? uw_space_find(s, lookup)
+					    : known ? uw_local_module(s, &obj, &tmp, &tmp_table)
+						    : NULL;
+		int err = decide(s, m, pc, lookup, &crow, &t, &cie, &row);
+		if (err)
 			return err;
+		if (!cached)
+			uw_cache_put(s, lookup, tag, &crow);
 	}
-	if (!cached)
-		uw_cache_put(s, lookup, tag, &crow);
 
 	switch (crow.kind) {
 	case UW_KIND_SIGNAL:

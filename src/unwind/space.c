@@ -182,15 +182,9 @@ int bk_space_module_at(const struct bk_space *s, uint64_t addr, struct bk_module
 
 /* ---- Row cache ------------------------------------------------------------ */
 
-static size_t cache_slot(uint64_t pc)
-{
-	uint64_t h = pc * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 52) & (UW_CACHE_ENTRIES - 1);
-}
-
 bool uw_cache_get(struct bk_space *s, uint64_t pc, uint64_t tag, struct uw_crow *row)
 {
-	struct uw_cache_entry *e = &s->cache[cache_slot(pc)];
+	struct uw_cache_entry *e = &s->cache[uw_cache_slot(pc)];
 	uint32_t seq = atomic_load_explicit(&e->seq, memory_order_acquire);
 	if ((seq & 1) || seq == 0 || e->pc != pc || e->tag != tag)
 		return false;
@@ -201,7 +195,7 @@ bool uw_cache_get(struct bk_space *s, uint64_t pc, uint64_t tag, struct uw_crow 
 
 void uw_cache_put(struct bk_space *s, uint64_t pc, uint64_t tag, const struct uw_crow *row)
 {
-	struct uw_cache_entry *e = &s->cache[cache_slot(pc)];
+	struct uw_cache_entry *e = &s->cache[uw_cache_slot(pc)];
 	uint32_t seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
 	if ((seq & 1) ||
 	    !atomic_compare_exchange_strong_explicit(&e->seq, &seq, seq + 1,
@@ -210,6 +204,46 @@ void uw_cache_put(struct bk_space *s, uint64_t pc, uint64_t tag, const struct uw
 	atomic_thread_fence(memory_order_release);
 	e->pc = pc;
 	e->tag = tag;
+	uw_fast_form(s->arch, row, &e->fast);
 	memcpy(&e->row, row, uw_crow_size(row));
 	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+}
+
+void uw_fast_form(const struct arch_info *a, const struct uw_crow *r, struct uw_fast *out)
+{
+	unsigned sps = arch_slot(a, a->sp_reg), fps = arch_slot(a, a->fp_reg);
+	memset(out, 0, sizeof(*out));
+	if (r->kind == UW_KIND_SIGNAL) {
+		out->kind = UW_FAST_SIGNAL;
+		return;
+	}
+	if (r->kind != UW_KIND_CFI)
+		return;
+	if (r->ra_undefined) {
+		out->kind = UW_FAST_END;
+		return;
+	}
+	if ((r->cfa_slot != sps && r->cfa_slot != fps) || (r->ruled >> sps & 1) ||
+	    r->ra_signed || r->ra_index == 0xff || r->saved[r->ra_index].kind != BK_RULE_OFFSET)
+		return;
+	int32_t fp_off = 0;
+	if (r->ruled >> fps & 1) {
+		unsigned i = 0;
+		while (r->saved[i].slot != fps)
+			i++;
+		if (r->saved[i].kind == BK_RULE_OFFSET) {
+			out->fp_saved = 1;
+			fp_off = r->saved[i].off;
+			out->fp_off = (int16_t)fp_off;
+		} else if (r->saved[i].kind != BK_RULE_SAME_VALUE) {
+			return;
+		}
+	}
+	out->cfa_fp = r->cfa_slot == fps;
+	out->cfa_off = (int32_t)r->cfa_off;
+	out->ra_off = (int16_t)r->saved[r->ra_index].off;
+	if (out->cfa_off != r->cfa_off || out->ra_off != r->saved[r->ra_index].off ||
+	    out->fp_off != fp_off)
+		return;
+	out->kind = UW_FAST_CFA;
 }

@@ -92,16 +92,43 @@ static inline size_t uw_crow_size(const struct uw_crow *r)
 	return offsetof(struct uw_crow, saved) + n * sizeof(r->saved[0]);
 }
 
+/* The same decision reduced to what a walk that wants only PCs needs (the
+ * profiler's bk_backtrace): the CFA from the SP or the frame pointer plus an
+ * offset, the return address in memory at the CFA plus an offset, the
+ * caller's frame pointer unchanged or in memory. Anything else (expressions,
+ * registers saved in registers, a CFA on another register, no CFI) is
+ * UW_FAST_NONE: such a walk hands over to the cursor. Derived from the
+ * compiled row when it is cached (uw_fast_form). */
+enum uw_fast_kind {
+	UW_FAST_NONE = 0,  /* use the cursor */
+	UW_FAST_CFA,       /* the fields below */
+	UW_FAST_END,       /* the return address is undefined: outermost frame */
+	UW_FAST_SIGNAL,    /* the sigreturn trampoline */
+};
+struct uw_fast {
+	int32_t cfa_off;
+	int16_t ra_off;    /* return address at CFA + ra_off */
+	int16_t fp_off;
+	uint8_t kind;
+	uint8_t cfa_fp;    /* CFA = FP + cfa_off, else SP + cfa_off */
+	uint8_t fp_saved;  /* caller's FP at CFA + fp_off, else unchanged */
+};
+
 /* A direct-mapped cache of compiled rows keyed by lookup PC, safe against
  * concurrent readers and writers without locks: a writer claims an entry by
  * moving its sequence number from even to odd with compare-and-swap (and
  * simply skips caching when it cannot), a reader accepts an entry only when
- * the sequence is even and unchanged across its read. */
+ * the sequence is even and unchanged across its read. The key and the fast
+ * form come first, in 32 bytes, and an entry is 256 bytes: in an array
+ * aligned to 64 bytes (the default local space's) a PC-only walk touches one
+ * cache line per frame. */
 struct uw_cache_entry {
 	_Atomic uint32_t seq;
+	struct uw_fast fast;
 	uint64_t pc;
 	uint64_t tag;      /* identity of the module the row came from */
 	struct uw_crow row;
+	uint8_t pad[256 - 32 - sizeof(struct uw_crow)];
 };
 #define UW_CACHE_ENTRIES 4096
 
@@ -160,6 +187,39 @@ BK_HIDDEN const struct uw_module *uw_space_find(const struct bk_space *s, uint64
  * loaded at the same address never reuse each other's rows. */
 BK_HIDDEN bool uw_cache_get(struct bk_space *s, uint64_t pc, uint64_t tag, struct uw_crow *row);
 BK_HIDDEN void uw_cache_put(struct bk_space *s, uint64_t pc, uint64_t tag, const struct uw_crow *row);
+static inline size_t uw_cache_slot(uint64_t pc)
+{
+	uint64_t h = pc * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 52) & (UW_CACHE_ENTRIES - 1);
+}
+/* The fast form of the row cached for PC and TAG, if there is one. AS-safe;
+ * inline because a PC-only walk does nothing else per frame. */
+static inline bool uw_cache_get_fast(const struct bk_space *s, uint64_t pc, uint64_t tag,
+				     struct uw_fast *out)
+{
+	const struct uw_cache_entry *e = &s->cache[uw_cache_slot(pc)];
+	uint32_t seq = atomic_load_explicit(&e->seq, memory_order_acquire);
+	if ((seq & 1) || seq == 0 || e->pc != pc || e->tag != tag)
+		return false;
+	*out = e->fast;
+	atomic_thread_fence(memory_order_acquire);
+	return atomic_load_explicit(&e->seq, memory_order_relaxed) == seq;
+}
+/* Reduce a compiled row to its fast form (kind UW_FAST_NONE if it has none). */
+BK_HIDDEN void uw_fast_form(const struct arch_info *a, const struct uw_crow *r,
+			    struct uw_fast *out);
+/* Decide how the frame at PC of this process (module OBJ, cache tag TAG) is
+ * unwound, the way a cursor step would, and cache the decision. LOOKUP is
+ * PC or PC - 1. AS-safe. */
+struct tgt_local_object;
+BK_HIDDEN int uw_local_decide(struct bk_space *s, const struct tgt_local_object *obj,
+			      uint64_t tag, uint64_t pc, uint64_t lookup, struct uw_crow *crow);
+
+/* bk_backtrace walked by the cursor alone, never the fast walk: the
+ * reference the fast walk is tested against. */
+BK_HIDDEN int uw_backtrace_cursor(void **pcs, int max);
+/* How many bk_backtrace walks the fast walk handed over to the cursor. */
+BK_HIDDEN extern _Atomic unsigned long uw_fast_handovers;
 
 /* A bk_target over threads the caller already traces and has stopped (the
  * tracer is `backstep run`); closing it detaches nothing. Cold. */

@@ -44,14 +44,19 @@ void free(void *p)
 	__libc_free(p);
 }
 
+/* Internal (src/unwind): bk_backtrace by the cursor alone, the reference
+ * for its fast walk. */
+int uw_backtrace_cursor(void **pcs, int max);
+
 #define MAXF 64
-static void *ours[MAXF], *theirs[MAXF];
-static int nours, ntheirs;
+static void *ours[MAXF], *theirs[MAXF], *ref[MAXF];
+static int nours, ntheirs, nref;
 
 __attribute__((noinline)) void take_both(void)
 {
 	armed = 1;
 	nours = bk_backtrace(ours, MAXF);
+	nref = uw_backtrace_cursor(ref, MAXF);
 	armed = 0;
 	ntheirs = backtrace(theirs, MAXF);
 	__asm__ volatile("" ::: "memory");
@@ -81,6 +86,9 @@ static void compare(const char *what)
 		j++;
 	CHECK(j <= 1, "%s: glibc's list has take_both at %d", what, j);
 	CHECK_INT(nours, ntheirs < MAXF ? ntheirs - j : MAXF, what); /* both lists may be full */
+	CHECK(nref == nours, "%s: the cursor's walk has %d frames, the fast one %d", what, nref, nours);
+	for (int i = 1; i < nours && i < nref; i++)
+		CHECK(ours[i] == ref[i], "%s: frame %d: fast %p vs cursor %p", what, i, ours[i], ref[i]);
 	for (int i = 1; i < nours && i + j < ntheirs; i++)
 		CHECK(ours[i] == theirs[i + j], "%s: frame %d: %p vs glibc %p", what, i, ours[i],
 		      theirs[i + j]);

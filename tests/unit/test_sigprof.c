@@ -59,7 +59,11 @@ static struct range r_main, r_worker, r_loader, r_pinger;
  * the libc function that started it (clone3's child side). A thread
  * interrupted before it reached its own function ends there too. */
 static uint64_t thread_root_pc;
-static atomic_int samples, bad_end, no_root, short_walks, errors;
+static atomic_int samples, bad_end, no_root, short_walks, errors, disagree;
+/* Internal (src/unwind): bk_backtrace by the cursor alone, and how often
+ * bk_backtrace's fast walk handed over to the cursor. */
+int uw_backtrace_cursor(void **pcs, int max);
+extern _Atomic unsigned long uw_fast_handovers;
 static atomic_bool stop;
 
 static struct range range_of(void *fn)
@@ -127,9 +131,14 @@ static void on_prof(int sig, siginfo_t *si, void *uc)
 			}
 		}
 	}
-	void *pcs[128];
-	if (bk_backtrace(pcs, 128) < 2)
+	/* The fast walk and the cursor's must give the same frames; only the
+	 * first PC differs (two call sites in this handler). */
+	void *pcs[128], *ref[128];
+	int nb = bk_backtrace(pcs, 128), nr = uw_backtrace_cursor(ref, 128);
+	if (nb < 2)
 		atomic_fetch_add(&short_walks, 1);
+	if (nb != nr || memcmp(pcs + 1, ref + 1, (size_t)(nb - 1) * sizeof(pcs[0])) != 0)
+		atomic_fetch_add(&disagree, 1);
 	atomic_fetch_add(&samples, 1);
 	if (rc != 0)
 		atomic_fetch_add(&bad_end, 1);
@@ -279,6 +288,15 @@ int main(int argc, char **argv)
 	CHECK_INT(atomic_load(&bad_end), 0, "every walk ends cleanly");
 	CHECK_INT(atomic_load(&no_root), 0, "every walk reaches main or its thread function");
 	CHECK_INT(atomic_load(&short_walks), 0, "bk_backtrace finds frames");
+	CHECK_INT(atomic_load(&disagree), 0, "bk_backtrace's fast walk agrees with the cursor's");
+	unsigned long handed = atomic_load(&uw_fast_handovers);
+	printf("fast walk handed over to the cursor in %lu of %d samples\n", handed,
+	       atomic_load(&samples));
+	/* Handovers are the samples with a frame the fast walk cannot do: here
+	 * the loader thread inside the library's _init/_fini (crti.o code
+	 * without CFI), about 5% of samples. Most walks must be its own. */
+	CHECK(handed * 2 < (unsigned long)atomic_load(&samples),
+	      "the fast walk does most samples alone (%lu handed over)", handed);
 	CHECK_INT(atomic_load(&handler_allocs), 0, "no allocation in the handler");
 	CHECK_INT(atomic_load(&errors), 0, "dlopen worked");
 	return check_summary();
