@@ -15,18 +15,20 @@
  * We never ask libelf to modify anything: elf_compress() on an elf_memory()
  * handle over a read-only mapping writes the section header in place and
  * faults (checked with elfutils 0.188), so SHF_COMPRESSED sections are
- * inflated here with zlib, whose allocations go through the funnel too.
+ * inflated here (ldr_inflate), for src/sym too.
  *
  * Trusts the caller for: valid pointers; nothing else. Cold: allocates.
  */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <gelf.h>
 #include <libelf.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include "loader.h"
@@ -188,88 +190,111 @@ static int check_layout(const uint8_t *img, size_t len, struct ldr_layout *lay)
 
 /* ---- Compressed sections -------------------------------------------------- */
 
-static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
+/* Where a compressed section's stream starts and how long its contents
+ * claim to be: SHF_COMPRESSED contents are an Elf32/64_Chdr then the stream,
+ * a legacy .zdebug_* section "ZLIB", an 8-byte big-endian size, the stream.
+ * An unknown ch_type gives BK_E_UNSUPPORTED, which fill_section turns into
+ * "section absent" so the rest of the file stays usable. */
+static int z_header(const uint8_t *p, size_t len, bool is64, bool zdebug, size_t *stream_off,
+		    uint64_t *size)
 {
-	(void)opaque;
-	return base_alloc((size_t)items * size);
-}
-
-static void z_free(voidpf opaque, voidpf p)
-{
-	(void)opaque;
-	base_free(p);
-}
-
-/* Inflate exactly OUT_LEN bytes from a zlib stream. */
-static int inflate_exact(const uint8_t *src, size_t src_len, uint64_t out_len, uint8_t **out)
-{
-	if (out_len > LDR_MAX_INFLATED ||
-	    out_len / LDR_MAX_INFLATE_RATIO > src_len + 1)
+	if (zdebug) {
+		if (len < 12 || memcmp(p, "ZLIB", 4) != 0)
+			return BK_CORRUPT;
+		*size = 0;
+		for (int i = 4; i < 12; i++)
+			*size = *size << 8 | p[i];
+		*stream_off = 12;
+	} else {
+		size_t chdr = is64 ? sizeof(Elf64_Chdr) : sizeof(Elf32_Chdr);
+		if (len < chdr)
+			return BK_CORRUPT;
+		if ((uint32_t)base_rd_le(p, 4) != ELFCOMPRESS_ZLIB)
+			return BK_E_UNSUPPORTED;
+		*size = is64 ? base_rd_le(p + offsetof(Elf64_Chdr, ch_size), 8)
+			     : base_rd_le(p + offsetof(Elf32_Chdr, ch_size), 4);
+		*stream_off = chdr;
+	}
+	if (*size > LDR_MAX_INFLATED || *size / LDR_MAX_INFLATE_RATIO > len - *stream_off + 1)
 		return BK_CORRUPT;
-	uint8_t *dst = base_alloc((size_t)out_len);
-	if (!dst)
-		return BK_E_NOMEM;
-
-	z_stream zs;
-	memset(&zs, 0, sizeof(zs));
-	zs.zalloc = z_alloc;
-	zs.zfree = z_free;
-	int zr = inflateInit(&zs);
-	if (zr != Z_OK) {
-		base_free(dst);
-		return zr == Z_MEM_ERROR ? BK_E_NOMEM : BK_CORRUPT;
-	}
-	/* A stream for at most 1 GiB of output never needs 4 GiB of input. */
-	zs.next_in = (Bytef *)src;
-	zs.avail_in = src_len > UINT_MAX ? UINT_MAX : (uInt)src_len;
-	zs.next_out = dst;
-	zs.avail_out = (uInt)out_len;
-	zr = inflate(&zs, Z_FINISH);
-	uint64_t got = zs.total_out;
-	inflateEnd(&zs);
-	if (zr == Z_MEM_ERROR) {
-		base_free(dst);
-		return BK_E_NOMEM;
-	}
-	if (zr != Z_STREAM_END || got != out_len) {
-		base_free(dst);
-		return BK_CORRUPT;
-	}
-	*out = dst;
 	return 0;
 }
 
-/* SHF_COMPRESSED contents: an Elf32/64_Chdr then the stream. An unknown
- * ch_type gives BK_E_UNSUPPORTED, which the caller turns into "section
- * absent" so the rest of the file stays usable. */
-static int inflate_chdr(const uint8_t *p, size_t len, bool is64, uint8_t **out, size_t *out_len)
+static int inflated_size(const uint8_t *p, size_t len, bool is64, bool zdebug, size_t *out_len)
 {
-	size_t chdr = is64 ? sizeof(Elf64_Chdr) : sizeof(Elf32_Chdr);
-	if (len < chdr)
-		return BK_CORRUPT;
-	uint32_t type = (uint32_t)base_rd_le(p, 4);
-	uint64_t size = is64 ? base_rd_le(p + offsetof(Elf64_Chdr, ch_size), 8)
-			     : base_rd_le(p + offsetof(Elf32_Chdr, ch_size), 4);
-	if (type != ELFCOMPRESS_ZLIB)
-		return BK_E_UNSUPPORTED;
-	int err = inflate_exact(p + chdr, len - chdr, size, out);
-	if (!err)
-		*out_len = (size_t)size;
+	size_t off;
+	uint64_t size;
+	int err = z_header(p, len, is64, zdebug, &off, &size);
+	*out_len = err ? 0 : (size_t)size;
 	return err;
 }
 
-/* Legacy .zdebug_*: "ZLIB", 8-byte big-endian size, the stream. */
-static int inflate_zdebug(const uint8_t *p, size_t len, uint8_t **out, size_t *out_len)
+/* Fault in the pages of a large new buffer with one system call instead
+ * of one page fault per 4 KiB page as the inflater first writes them (on
+ * some virtual machines a fault costs microseconds, and a debug section is
+ * thousands of pages), as transparent huge pages where the kernel allows.
+ * Advice only: failure (an older kernel) changes nothing. */
+static void prefault(uint8_t *p, size_t len)
 {
-	if (len < 12 || memcmp(p, "ZLIB", 4) != 0)
-		return BK_CORRUPT;
-	uint64_t size = 0;
-	for (int i = 4; i < 12; i++)
-		size = size << 8 | p[i];
-	int err = inflate_exact(p + 12, len - 12, size, out);
-	if (!err)
-		*out_len = (size_t)size;
-	return err;
+	const uintptr_t page = PAGE_4K, huge = (uintptr_t)2 << 20;
+	if (len < 16 * page)
+		return;
+	uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + len) & ~(page - 1);
+	uintptr_t hlo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hhi = ((uintptr_t)p + len) & ~(huge - 1);
+	if (hlo < hhi)
+		(void)madvise((void *)hlo, hhi - hlo, MADV_HUGEPAGE);
+#ifdef MADV_POPULATE_WRITE
+	if (lo < hi)
+		(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#endif
+}
+
+/* The zlib stream (RFC 1950: its Adler-32 is checked) must give exactly
+ * OUT_LEN bytes. libdeflate decodes a whole buffer 2-3x faster than zlib's
+ * streaming inflate, which matters for debug sections of megabytes. Its
+ * decompressor state (~10 KiB) comes from malloc, not the funnel: the only
+ * way to redirect it in libdeflate 1.14 is a process-wide hook, which a
+ * library must not set. */
+static int inflate_to(const uint8_t *p, size_t len, bool is64, bool zdebug, uint8_t *out,
+		   size_t out_len)
+{
+	size_t off;
+	uint64_t size;
+	int err = z_header(p, len, is64, zdebug, &off, &size);
+	if (err)
+		return err;
+	if (size != out_len)
+		return BK_E_INVAL;
+	prefault(out, out_len);
+	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+	if (!d)
+		return BK_E_NOMEM;
+	/* No actual-size pointer: anything but exactly OUT_LEN bytes fails. */
+	enum libdeflate_result r = libdeflate_zlib_decompress(d, p + off, len - off, out, out_len,
+							      NULL);
+	libdeflate_free_decompressor(d);
+	return r == LIBDEFLATE_SUCCESS ? 0 : BK_CORRUPT;
+}
+
+int ldr_inflate(const uint8_t *p, size_t len, bool is64, bool zdebug, uint8_t **out,
+		size_t *out_len)
+{
+	*out = NULL;
+	*out_len = 0;
+	size_t size;
+	int err = inflated_size(p, len, is64, zdebug, &size);
+	if (err)
+		return err;
+	uint8_t *dst = base_alloc(size ? size : 1);
+	if (!dst)
+		return BK_E_NOMEM;
+	if ((err = inflate_to(p, len, is64, zdebug, dst, size))) {
+		base_free(dst);
+		return err;
+	}
+	*out = dst;
+	*out_len = size;
+	return 0;
 }
 
 /* ---- Notes and debuglink --------------------------------------------------- */
@@ -465,10 +490,9 @@ static int fill_section(struct ldr_elf *e, struct ldr_priv *pv, int which, const
 	uint8_t *inflated = NULL;
 	size_t inflated_len = 0;
 	int err = 0;
-	if (sh->sh_flags & SHF_COMPRESSED)
-		err = inflate_chdr(p, len, e->elf_class == ELFCLASS64, &inflated, &inflated_len);
-	else if (which == SEC_ZDEBUG_FRAME)
-		err = inflate_zdebug(p, len, &inflated, &inflated_len);
+	if ((sh->sh_flags & SHF_COMPRESSED) || which == SEC_ZDEBUG_FRAME)
+		err = ldr_inflate(p, len, e->elf_class == ELFCLASS64, !(sh->sh_flags & SHF_COMPRESSED),
+				  &inflated, &inflated_len);
 	if (err == BK_E_UNSUPPORTED)
 		return 0; /* a compression we do not know: leave the section absent */
 	if (err)

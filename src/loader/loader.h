@@ -73,6 +73,11 @@ struct ldr_elf {
 BK_HIDDEN int ldr_open_path(const char *path, struct ldr_elf **out);
 BK_HIDDEN int ldr_open_memory(const void *image, size_t len, struct ldr_elf **out);
 BK_HIDDEN void ldr_close(struct ldr_elf *elf);
+/* Open a file from its loaded image (src/loader/ldr_image.c): IMAGE holds
+ * the runtime bytes from the lowest PT_LOAD page on, as a process maps them
+ * (a core's memory, the vDSO); the file layout is rebuilt from the program
+ * headers. Errors as ldr_open_memory. */
+BK_HIDDEN int ldr_open_loaded(const void *image, size_t len, struct ldr_elf **out);
 
 /* Bias to add to link-time addresses when the lowest PT_LOAD segment is
  * mapped at RUNTIME_BASE (for ET_EXEC mapped at its link address: 0). */
@@ -97,6 +102,15 @@ BK_HIDDEN int ldr_mem_read(void *ctx, uint64_t addr, void *dst, size_t len);
  * BK_E_NOT_FOUND when none is found. */
 BK_HIDDEN int ldr_open_debug_file(const struct ldr_elf *elf, const char *debug_root,
 				  struct ldr_elf **out);
+
+/* Inflate a compressed section's contents as stored in the file: with
+ * ZDEBUG false an SHF_COMPRESSED section (an Elf32/64_Chdr, by IS64, then
+ * the stream), with ZDEBUG true a legacy .zdebug_* section ("ZLIB", an
+ * 8-byte big-endian size, the stream). The size the header claims must come
+ * out exactly. *OUT comes from the allocation funnel (base_free it). 0,
+ * BK_E_NOMEM, BK_E_CORRUPT, or BK_E_UNSUPPORTED (not zlib). */
+BK_HIDDEN int ldr_inflate(const uint8_t *p, size_t len, bool is64, bool zdebug, uint8_t **out,
+			  size_t *out_len);
 
 /* The GNU debuglink CRC32 (the same as zlib's crc32) of a buffer. */
 BK_HIDDEN uint32_t ldr_crc32(uint32_t crc, const uint8_t *buf, size_t len);

@@ -244,6 +244,7 @@ BK_HIDDEN int sym_cu_finish(struct sym_cu *cu);
 
 /* An ELF file opened with libelf (ELF_C_READ_MMAP), for symbol tables and
  * raw section bytes. */
+struct sym_inflated;
 struct sym_elf {
 	int fd;
 	void *elf;             /* Elf * */
@@ -251,6 +252,7 @@ struct sym_elf {
 	uint16_t machine;
 	uint16_t type;         /* e_type */
 	bool is64, msb;        /* ELFCLASS64; ELFDATA2MSB */
+	struct sym_inflated *inflated; /* sections inflated so far (sym_elf.c) */
 };
 BK_HIDDEN int sym_elf_open(const char *path, struct sym_elf *out);
 BK_HIDDEN void sym_elf_close(struct sym_elf *e);

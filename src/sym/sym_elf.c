@@ -1,7 +1,7 @@
 /* ELF symbol tables through libelf: the function symbols of .symtab or
  * .dynsym, aliases merged, sorted by address, names demangled when a lookup
- * first returns them; and raw section bytes (decompressed on first use) for
- * libdwarf (sym_dwobj.c) and our own DWARF readers.
+ * first returns them; and raw section bytes (inflated on first use, by the
+ * loader's inflater) for libdwarf (sym_dwobj.c) and our own DWARF readers.
  *
  * Which symbols count: STT_FUNC and STT_GNU_IFUNC defined in a section, and
  * STT_NOTYPE with a size in an executable section (hand-written assembly
@@ -22,6 +22,17 @@
 #include <libelf.h>
 
 #include "sym.h"
+#include "../loader/loader.h"
+
+/* A section inflated by us (the loader's inflater: libdeflate), kept until
+ * sym_elf_close. libelf's elf_compress would do it with zlib, 2-3x slower. */
+struct sym_inflated {
+	struct sym_inflated *next;
+	Elf_Scn *scn;
+	uint8_t *data;
+	size_t len;
+	int err;               /* 0, or why it failed (not tried again) */
+};
 
 int sym_elf_open(const char *path, struct sym_elf *out)
 {
@@ -32,8 +43,8 @@ int sym_elf_open(const char *path, struct sym_elf *out)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return BK_E_IO;
-	/* READ_MMAP maps the file copy-on-write, so elf_compress can inflate a
-	 * section in place without touching the file. */
+	/* Compressed sections are inflated into our own buffers
+	 * (sym_elf_section): libelf never modifies the mapping. */
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	GElf_Ehdr eh;
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {
@@ -55,6 +66,12 @@ int sym_elf_open(const char *path, struct sym_elf *out)
 
 void sym_elf_close(struct sym_elf *e)
 {
+	while (e->inflated) {
+		struct sym_inflated *z = e->inflated;
+		e->inflated = z->next;
+		base_free(z->data);
+		base_free(z);
+	}
 	if (e->elf)
 		elf_end(e->elf);
 	if (e->fd >= 0)
@@ -99,12 +116,11 @@ bool sym_elf_has(struct sym_elf *e, const char *name, bool *compressed)
 	return true;
 }
 
-/* A .zdebug section's data while still compressed: "ZLIB", then the size as
- * 8 bytes big-endian, then the zlib stream. Once elf_compress_gnu has
- * inflated it the name stays but the magic is gone. */
+/* A .zdebug section's header: "ZLIB", then the size as 8 bytes big-endian,
+ * then the zlib stream. */
 static const uint8_t *gnu_z_header(Elf_Scn *scn)
 {
-	Elf_Data *d = elf_getdata(scn, NULL);
+	Elf_Data *d = elf_rawdata(scn, NULL);
 	if (!d || !d->d_buf || d->d_size < 12 || memcmp(d->d_buf, "ZLIB", 4) != 0)
 		return NULL;
 	return d->d_buf;
@@ -119,6 +135,8 @@ bool sym_elf_section_size(struct sym_elf *e, const char *name, uint64_t *size)
 	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || sh.sh_size == 0)
 		return false;
 	const uint8_t *z = gnu_z ? gnu_z_header(scn) : NULL;
+	if (gnu_z && !z)
+		return false;
 	if (z) {
 		for (int i = 0; i < 8; i++)
 			*size = *size << 8 | z[4 + i];
@@ -149,21 +167,38 @@ bool sym_elf_section(struct sym_elf *e, const char *name, const uint8_t **data, 
 	GElf_Shdr sh;
 	if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
 		return false;
-	/* Inflated in place on first use; later calls find it inflated. */
-	if (gnu_z) {
-		if (gnu_z_header(scn) && elf_compress_gnu(scn, 0, 0) < 0)
+	if (!gnu_z && !(sh.sh_flags & SHF_COMPRESSED)) {
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf)
 			return false;
-		*compressed = true;
-	} else if (sh.sh_flags & SHF_COMPRESSED) {
-		if (elf_compress(scn, 0, 0) < 0)
-			return false;
-		*compressed = true;
+		*data = d->d_buf;
+		*len = d->d_size;
+		return true;
 	}
-	Elf_Data *d = elf_getdata(scn, NULL);
-	if (!d || !d->d_buf)
+	*compressed = true;
+	struct sym_inflated *z = e->inflated;
+	while (z && z->scn != scn)
+		z = z->next;
+	if (!z) {
+		Elf_Data *raw = elf_rawdata(scn, NULL);
+		if (!raw || !raw->d_buf)
+			return false;
+		if (!(z = base_calloc(1, sizeof(*z))))
+			return false;
+		z->scn = scn;
+		int err = ldr_inflate(raw->d_buf, raw->d_size, e->is64, gnu_z, &z->data, &z->len);
+		if (err == BK_E_NOMEM) {
+			base_free(z); /* tried again next time */
+			return false;
+		}
+		z->err = err;
+		z->next = e->inflated;
+		e->inflated = z;
+	}
+	if (z->err)
 		return false;
-	*data = d->d_buf;
-	*len = d->d_size;
+	*data = z->data;
+	*len = z->len;
 	return true;
 }
 

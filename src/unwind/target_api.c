@@ -82,20 +82,9 @@ static struct bk_elf *open_image_from_memory(struct tgt *t, uint64_t start, uint
 			memset(img + off, 0, n);
 		}
 	}
-	if (ok) {
-		/* A loaded image rarely holds its section headers (they sit at
-		 * the end of the file, outside every PT_LOAD): forget a table
-		 * that lies outside, so the loader finds .eh_frame through
-		 * PT_GNU_EH_FRAME instead of calling the image truncated. */
-		if (img[4] == 2 /* ELFCLASS64 */) {
-			uint64_t shoff, n = 0;
-			memcpy(&shoff, img + 0x28, 8);
-			memcpy(&n, img + 0x3c, 2);
-			if (shoff > len || n * 64 > len - shoff)
-				memset(img + 0x28, 0, 8), memset(img + 0x3c, 0, 4);
-		}
-		bk_elf_open_memory(img, len, &elf);
-	}
+	struct ldr_elf *ldr;
+	if (ok && ldr_open_loaded(img, len, &ldr) == 0 && uw_elf_wrap(ldr, &elf) != 0)
+		elf = NULL;
 	base_free(img);
 	return elf;
 }
@@ -165,7 +154,8 @@ static int add_modules(struct bk_target *bt, bool only_new, size_t *added)
 				/* A deleted or missing file: its image may still be in
 				 * the target's memory (gcore keeps the pages of deleted
 				 * libraries); its unwind tables are then read there. */
-				elf = open_image_from_memory(t, first->start, last->end);
+				if (first->offset == 0) /* the image starts at the headers */
+					elf = open_image_from_memory(t, first->start, last->end);
 				if (elf)
 					add_problem(bt, "%s: file not found; using its image in memory",
 						    first->path);

@@ -1157,6 +1157,57 @@ static void test_alloc_failures(void)
 	}
 }
 
+/* ldr_open_loaded: a file's loaded image (segments at their virtual
+ * addresses, the gaps holding whatever a process has there) opens with the
+ * same unwind tables as the file. */
+static void test_loaded_image(const char *path)
+{
+	size_t len;
+	uint8_t *file = slurp(path, &len);
+	struct ldr_elf *f = NULL;
+	CHECK(file && ldr_open_memory(file, len, &f) == 0, "%s opens", path);
+	if (!f) {
+		free(file);
+		return;
+	}
+	uint64_t span = 0;
+	for (size_t i = 0; i < f->nsegs; i++)
+		if (f->segs[i].vaddr + f->segs[i].memsz - f->min_vaddr > span)
+			span = f->segs[i].vaddr + f->segs[i].memsz - f->min_vaddr;
+	span = (span + 4095) & ~(uint64_t)4095;
+	uint8_t *img = malloc(span);
+	memset(img, 0xa5, span); /* not zeros: junk where the section table was */
+	for (size_t i = 0; i < f->nsegs; i++)
+		memcpy(img + (f->segs[i].vaddr - f->min_vaddr), file + f->segs[i].file_off,
+		       f->segs[i].filesz);
+	struct ldr_elf *m = NULL;
+	CHECK(ldr_open_loaded(img, span, &m) == 0, "%s: its loaded image opens", path);
+	if (m) {
+		CHECK(m->eh_frame.present && m->eh_frame.len >= f->eh_frame.len &&
+		      memcmp(m->eh_frame.data, f->eh_frame.data, f->eh_frame.len) == 0,
+		      "%s: the image's .eh_frame is the file's", path);
+		CHECK(m->eh_frame.addr == f->eh_frame.addr && m->eh_frame_hdr.present &&
+		      m->eh_frame_hdr.addr == f->eh_frame_hdr.addr,
+		      "%s: at the same addresses, with .eh_frame_hdr", path);
+		CHECK(m->build_id_len == f->build_id_len &&
+		      memcmp(m->build_id, f->build_id, f->build_id_len) == 0,
+		      "%s: the same build-id", path);
+		ldr_close(m);
+	}
+	/* Cut short anywhere, or not an ELF image: an error, never a crash. */
+	for (size_t cut = 0; cut < span; cut += cut < 256 ? 7 : 4093) {
+		m = NULL;
+		int err = ldr_open_loaded(img, cut, &m);
+		CHECK(err == 0 ? m != NULL : m == NULL, "%s: image cut at %zu", path, cut);
+		ldr_close(m);
+	}
+	img[0] = 0;
+	CHECK(ldr_open_loaded(img, span, &m) == BK_E_NOT_ELF, "%s: not an ELF image", path);
+	free(img);
+	ldr_close(f);
+	free(file);
+}
+
 int main(void)
 {
 	snprintf(tmp, sizeof(tmp), "/tmp/bk_test_loader_XXXXXX");
@@ -1172,6 +1223,8 @@ int main(void)
 	test_mini_corrupt();
 	test_system_binary("/bin/true", true);
 	test_system_binary("/usr/lib/x86_64-linux-gnu/libc.so.6", false);
+	test_loaded_image("/usr/lib/x86_64-linux-gnu/libc.so.6");
+	test_loaded_image("/bin/true");
 	test_elf32();
 	test_aarch64();
 	test_compressed();
