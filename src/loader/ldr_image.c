@@ -6,7 +6,9 @@
  *
  * The image starts at the lowest PT_LOAD page (file offset 0, where the ELF
  * and program headers are). Bytes the image lacks (gaps, pages a core left
- * out) are zeros. A section header table outside every segment was never
+ * out) are zeros; the caller says which pages those are, and an image that
+ * lacks any byte of its unwind tables is refused (tables read from zeros
+ * would be wrong, not absent). A section header table outside every segment was never
  * loaded: the rebuilt file has none, and the loader finds .eh_frame through
  * PT_GNU_EH_FRAME (the vDSO maps its section headers and keeps them).
  */
@@ -52,7 +54,24 @@ static void section_table_extent(const uint8_t *h, bool is64, uint64_t *start, u
 	*len = (uint64_t)n * entsize;
 }
 
-int ldr_open_loaded(const void *image, size_t len, struct ldr_elf **out)
+/* Whether every byte of SEC (at its link address) is in the image. */
+static bool section_present(const struct ldr_elf *e, const struct ldr_section *sec, size_t len,
+			    const bool *absent, size_t page)
+{
+	if (!sec->present || !sec->len)
+		return true;
+	if (sec->addr < e->min_vaddr || sec->addr - e->min_vaddr > len ||
+	    sec->len > len - (sec->addr - e->min_vaddr))
+		return false;
+	uint64_t from = sec->addr - e->min_vaddr, to = from + sec->len;
+	for (uint64_t p = from / page; p <= (to - 1) / page; p++)
+		if (absent[p])
+			return false;
+	return true;
+}
+
+int ldr_open_loaded(const void *image, size_t len, const bool *absent, size_t page,
+		    struct ldr_elf **out)
 {
 	if (!image || !out)
 		return BK_E_INVAL;
@@ -110,6 +129,13 @@ int ldr_open_loaded(const void *image, size_t len, struct ldr_elf **out)
 	if (!keep_sections)
 		drop_section_table(file, is64);
 	err = ldr_open_memory(file, (size_t)size, out);
+	if (!err && absent && page &&
+	    !(section_present(*out, &(*out)->eh_frame_hdr, len, absent, page) &&
+	      section_present(*out, &(*out)->eh_frame, len, absent, page))) {
+		ldr_close(*out);
+		*out = NULL;
+		err = BK_E_MEMORY;
+	}
 out:
 	base_free(file);
 	ldr_close(phdrs);

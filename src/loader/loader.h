@@ -76,8 +76,11 @@ BK_HIDDEN void ldr_close(struct ldr_elf *elf);
 /* Open a file from its loaded image (src/loader/ldr_image.c): IMAGE holds
  * the runtime bytes from the lowest PT_LOAD page on, as a process maps them
  * (a core's memory, the vDSO); the file layout is rebuilt from the program
- * headers. Errors as ldr_open_memory. */
-BK_HIDDEN int ldr_open_loaded(const void *image, size_t len, struct ldr_elf **out);
+ * headers. ABSENT (may be NULL: all there) flags, per PAGE bytes of the
+ * image, the pages it lacks (read as zeros). Errors as ldr_open_memory, and
+ * BK_E_MEMORY when a byte of .eh_frame_hdr or .eh_frame is absent. */
+BK_HIDDEN int ldr_open_loaded(const void *image, size_t len, const bool *absent, size_t page,
+			      struct ldr_elf **out);
 
 /* Bias to add to link-time addresses when the lowest PT_LOAD segment is
  * mapped at RUNTIME_BASE (for ET_EXEC mapped at its link address: 0). */

@@ -63,28 +63,35 @@ static void add_problem(struct bk_target *bt, const char *fmt, ...)
 	bt->problems[bt->nproblems++] = d;
 }
 
+/* The module mapped from START to END (one file, or the vDSO) as its image
+ * in the target's memory. Pages the target lacks (gaps between segments,
+ * what a core left out: the kernel keeps only the header page by default,
+ * gcore leaves out code it can read from the file) read as zeros; the first
+ * page, with the headers, and every byte of the unwind tables must be there
+ * (ldr_open_loaded checks). */
 static struct bk_elf *open_image_from_memory(struct tgt *t, uint64_t start, uint64_t end)
 {
+	enum { PAGE = 4096 };
 	size_t len = (size_t)(end - start);
 	if (len < 64 || len > (64u << 20))
 		return NULL;
 	uint8_t *img = base_alloc(len);
+	bool *absent = base_calloc(len / PAGE + 1, sizeof(bool));
 	struct bk_elf *elf = NULL;
-	/* Page by page: pages the target does not have (gaps between
-	 * segments, what a core left out) read as zeros; the first page, with
-	 * the ELF and program headers, must be there. */
-	bool ok = img != NULL;
-	for (size_t off = 0; ok && off < len; off += 4096) {
-		size_t n = len - off < 4096 ? len - off : 4096;
+	bool ok = img && absent;
+	for (size_t off = 0; ok && off < len; off += PAGE) {
+		size_t n = len - off < PAGE ? len - off : PAGE;
 		if (tgt_read_mem(t, start + off, img + off, n) != 0) {
 			if (off == 0)
 				ok = false;
+			absent[off / PAGE] = true;
 			memset(img + off, 0, n);
 		}
 	}
 	struct ldr_elf *ldr;
-	if (ok && ldr_open_loaded(img, len, &ldr) == 0 && uw_elf_wrap(ldr, &elf) != 0)
+	if (ok && ldr_open_loaded(img, len, absent, PAGE, &ldr) == 0 && uw_elf_wrap(ldr, &elf) != 0)
 		elf = NULL;
+	base_free(absent);
 	base_free(img);
 	return elf;
 }
@@ -148,9 +155,14 @@ static int add_modules(struct bk_target *bt, bool only_new, size_t *added)
 			int oerr = 0;
 			if (is_vdso)
 				elf = open_image_from_memory(t, first->start, last->end);
-			else if (t->map_check && t->map_check[i] == TGT_FILE_DIFFERS)
-				add_problem(bt, "%s: build-id differs from the core's; not used", first->path);
-			else if (!(elf = open_mapped_file(t, first, &oerr))) {
+			else if (t->map_check && t->map_check[i] == TGT_FILE_DIFFERS) {
+				/* Not the file that was mapped: its image, if the core
+				 * kept all of it (gcore does), is. */
+				if (first->offset == 0)
+					elf = open_image_from_memory(t, first->start, last->end);
+				add_problem(bt, "%s: build-id differs from the core's; %s", first->path,
+					    elf ? "using its image in memory" : "not used");
+			} else if (!(elf = open_mapped_file(t, first, &oerr))) {
 				/* A deleted or missing file: its image may still be in
 				 * the target's memory (gcore keeps the pages of deleted
 				 * libraries); its unwind tables are then read there. */

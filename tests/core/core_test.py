@@ -9,7 +9,10 @@ CASE:
              exactly the PCs `eu-stack --core CORE -e EXE` gives; no warnings.
   kernel     the same for the kernel's core of core_target crashing (abort
              with RLIMIT_CORE raised; skipped when no core file appears, i.e.
-             core_pattern does not write "core" into the cwd).
+             core_pattern does not write "core" into the cwd); then with the
+             library rebuilt: the kernel kept only its header page, so
+             "...: build-id differs from the core's; not used" and callers
+             of its frames come from frame pointers.
   truncated  the gcore core, laid out notes-first as the kernel writes them,
              and the gcore layout itself, cut at many lengths: a cut in the
              headers or notes is one line "backstep: CORE: truncated core
@@ -20,7 +23,9 @@ CASE:
   build-id   libcorefix rebuilt (the V2 build) after the core was made: the
              warning "...: build-id differs from the core's; not used", and the
              walk still gives eu-stack's PCs (frame pointers through the
-             library); the library deleted: "...: file not found", same PCs.
+             library: gcore left its read-only pages, the unwind tables, out of
+             the core, so its image cannot stand in); the library deleted:
+             "...: file not found", same PCs.
 
 Exit 77 (skipped) when gcore or eu-stack is missing.
 """
@@ -323,6 +328,16 @@ def case_kernel(tmp):
     check(len(ours) == NTHREADS, f"{len(ours)} threads, want {NTHREADS}")
     through_lib(threads, "libcorefix.so")
     compare(ours, eu_stack_pcs(core, target), "kernel core")
+    # The kernel keeps only the ELF header page of a file mapping: with the
+    # library replaced, its image cannot stand in (no tables read from
+    # zeros); the walk goes on with frame pointers where it can.
+    os.unlink(libcopy)
+    shutil.copy(lib_v2, libcopy)
+    _, threads = backstep_pcs(
+        core, target, [f"{libcopy}: build-id differs from the core's; not used"])
+    hows = {t["frames"][i]["how"] for t in threads for i in range(1, len(t["frames"]))
+            if os.path.basename(t["frames"][i - 1].get("module", "")) == "libcorefix.so"}
+    check(hows <= {"fp"}, f"kernel core: callers of frames in the replaced library: {hows}")
     data = open(core, "rb").read()  # notes first already
     hdr_end, notes, _ = layout(data)
     notes_end = max(o + s for o, s in notes)
@@ -377,6 +392,8 @@ def case_build_id(tmp):
     core = gcore_of(libcopy, tmp)
     theirs = eu_stack_pcs(core, target)  # with the library the core was made with
 
+    # gcore leaves out the library's read-only pages (it could read them
+    # from the file): its image cannot stand in for the file.
     os.unlink(libcopy)  # a new file, not the mapped one rewritten
     shutil.copy(lib_v2, libcopy)
     ours, threads = backstep_pcs(

@@ -1181,7 +1181,7 @@ static void test_loaded_image(const char *path)
 		memcpy(img + (f->segs[i].vaddr - f->min_vaddr), file + f->segs[i].file_off,
 		       f->segs[i].filesz);
 	struct ldr_elf *m = NULL;
-	CHECK(ldr_open_loaded(img, span, &m) == 0, "%s: its loaded image opens", path);
+	CHECK(ldr_open_loaded(img, span, NULL, 0, &m) == 0, "%s: its loaded image opens", path);
 	if (m) {
 		CHECK(m->eh_frame.present && m->eh_frame.len >= f->eh_frame.len &&
 		      memcmp(m->eh_frame.data, f->eh_frame.data, f->eh_frame.len) == 0,
@@ -1197,12 +1197,38 @@ static void test_loaded_image(const char *path)
 	/* Cut short anywhere, or not an ELF image: an error, never a crash. */
 	for (size_t cut = 0; cut < span; cut += cut < 256 ? 7 : 4093) {
 		m = NULL;
-		int err = ldr_open_loaded(img, cut, &m);
+		int err = ldr_open_loaded(img, cut, NULL, 0, &m);
 		CHECK(err == 0 ? m != NULL : m == NULL, "%s: image cut at %zu", path, cut);
 		ldr_close(m);
 	}
+	/* Pages flagged absent: outside the unwind tables they do not matter;
+	 * a page of .eh_frame or .eh_frame_hdr absent refuses the image. */
+	size_t npages = span / 4096;
+	bool *absent = calloc(npages, sizeof(bool));
+	uint64_t eh_lo = f->eh_frame.addr - f->min_vaddr, eh_hi = eh_lo + f->eh_frame.len;
+	uint64_t hdr_lo = f->eh_frame_hdr.addr - f->min_vaddr;
+	for (size_t p = 1; p < npages; p++)
+		absent[p] = (p + 1) * 4096 <= hdr_lo || p * 4096 >= eh_hi; /* .eh_frame* kept */
+	if (f->eh_frame_hdr.addr > f->eh_frame.addr)
+		for (size_t p = 1; p < npages; p++)
+			absent[p] = (p + 1) * 4096 <= eh_lo ||
+				    p * 4096 >= hdr_lo + f->eh_frame_hdr.len;
+	m = NULL;
+	CHECK(ldr_open_loaded(img, span, absent, 4096, &m) == 0 && m && m->eh_frame.present,
+	      "%s: opens with only its headers and unwind tables present", path);
+	ldr_close(m);
+	memset(absent, 0, npages);
+	absent[(eh_lo + f->eh_frame.len / 2) / 4096] = true;
+	m = NULL;
+	CHECK(ldr_open_loaded(img, span, absent, 4096, &m) == BK_E_MEMORY && !m,
+	      "%s: refused when a page of .eh_frame is absent", path);
+	memset(absent, 0, npages);
+	absent[hdr_lo / 4096] = true;
+	CHECK(hdr_lo / 4096 == 0 || ldr_open_loaded(img, span, absent, 4096, &m) == BK_E_MEMORY,
+	      "%s: refused when the page of .eh_frame_hdr is absent", path);
+	free(absent);
 	img[0] = 0;
-	CHECK(ldr_open_loaded(img, span, &m) == BK_E_NOT_ELF, "%s: not an ELF image", path);
+	CHECK(ldr_open_loaded(img, span, NULL, 0, &m) == BK_E_NOT_ELF, "%s: not an ELF image", path);
 	free(img);
 	ldr_close(f);
 	free(file);
