@@ -62,6 +62,8 @@ void cli_file_error(const char *path, int err)
 	cli_error(path, "%s", bk_strerror(err));
 }
 
+int cmd_check(int argc, char **argv); /* check.c */
+
 static void usage(FILE *f)
 {
 	fputs("usage: backstep COMMAND [OPTIONS] ...\n"
@@ -83,6 +85,10 @@ static void usage(FILE *f)
 	      "           [--max-frames N] [--json] [-q] -- PROGRAM [ARGS...]\n"
 	      "        run PROGRAM single-stepped and check the unwind at every\n"
 	      "        instruction of its code against a shadow stack\n"
+	      "  check [--json] [-v] FILE|DIR...\n"
+	      "        static checks of unwind tables: gaps in FDE coverage, overlaps,\n"
+	      "        .eh_frame_hdr, decode and CFA-program errors, entry rows;\n"
+	      "        directories are searched for ELF files\n"
 	      "  help  this text\n",
 	      f);
 }
@@ -104,6 +110,8 @@ int main(int argc, char **argv)
 		return cmd_core(argc - 1, argv + 1);
 	if (!strcmp(cmd, "validate"))
 		return cmd_validate(argc - 1, argv + 1);
+	if (!strcmp(cmd, "check"))
+		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		usage(stdout);
 		return 0;

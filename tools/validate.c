@@ -7,6 +7,9 @@
  * got. Where no CFI covers the code the unwinder falls back to frame
  * pointers and can only guess: its wrong guesses are listed apart and fail
  * the run only with --strict (`backstep check` lists such gaps statically).
+ * Unchecked code runs at full speed between a call into it and the return
+ * (src/validate/val_run.c, "Stepping over"); --step-all single-steps it
+ * too, as a reference.
  * Exit status: 0 no mismatch, 1 mismatches, 2 the run could not be made
  * (or checking never started), 130 interrupted before any mismatch.
  */
@@ -28,7 +31,8 @@
 
 static const char usage_text[] =
 	"usage: backstep validate [--only MODULE|FUNCTION[,...]] [--from FUNCTION]\n"
-	"                         [--method cfi|fp] [--max-frames N] [--strict] [--json] [-q]\n"
+	"                         [--method cfi|fp] [--max-frames N] [--step-all] [--strict]\n"
+	"                         [--json] [-q]\n"
 	"                         -- PROGRAM [ARGS...]\n";
 
 /* With --method fp every frame is a guess: no separate "without CFI" list. */
@@ -194,6 +198,11 @@ static void print_text(const struct val_result *res, const struct val_mismatch *
 		(unsigned long long)st->frames_checked, (unsigned long long)st->frames_fallback);
 	out_fmt("  registers checked     %llu\n", (unsigned long long)st->regs_checked);
 	out_fmt("  walk ends checked     %llu\n", (unsigned long long)st->walk_ends);
+	if (st->free_runs || st->breakpoints)
+		out_fmt("  stepped over          %llu run(s) at full speed, %llu re-entr%s, "
+			"%llu entry breakpoint(s)\n",
+			(unsigned long long)st->free_runs, (unsigned long long)st->reentries,
+			st->reentries == 1 ? "y" : "ies", (unsigned long long)st->breakpoints);
 	out_fmt("  threads %llu, signal handlers %llu, execs %llu, module refreshes %llu, "
 		"unexpected returns %llu\n",
 		(unsigned long long)st->threads, (unsigned long long)st->signals,
@@ -283,6 +292,7 @@ static void print_json(const struct val_result *res, const struct val_mismatch *
 		"\"mismatching_instructions\": %llu, \"nocfi_mismatching_instructions\": %llu, "
 		"\"mismatch_locations\": %zu, \"threads\": %llu, \"signal_handlers\": %llu, "
 		"\"execs\": %llu, \"module_refreshes\": %llu, \"unexpected_returns\": %llu, "
+		"\"free_runs\": %llu, \"reentries\": %llu, \"entry_breakpoints\": %llu, "
 		"\"seconds\": %.3f, \"steps_per_second\": %.0f, \"checked_per_second\": %.0f},\n",
 		(unsigned long long)st->insns_stepped, (unsigned long long)st->insns_checked,
 		(unsigned long long)st->distinct_pcs, (unsigned long long)st->frames_checked,
@@ -290,7 +300,9 @@ static void print_json(const struct val_result *res, const struct val_mismatch *
 		(unsigned long long)st->frames_fallback, (unsigned long long)st->bad_insns,
 		(unsigned long long)st->nocfi_insns, res->nmm, (unsigned long long)st->threads,
 		(unsigned long long)st->signals, (unsigned long long)st->execs,
-		(unsigned long long)st->refreshes, (unsigned long long)st->anomalies, st->seconds,
+		(unsigned long long)st->refreshes, (unsigned long long)st->anomalies,
+		(unsigned long long)st->free_runs, (unsigned long long)st->reentries,
+		(unsigned long long)st->breakpoints, st->seconds,
 		(double)st->insns_stepped / s, (double)st->insns_checked / s);
 	out_s(" \"mismatches\": [");
 	for (size_t i = 0; i < res->nmm; i++) {
@@ -362,6 +374,7 @@ int cmd_validate(int argc, char **argv)
 		{ "max-frames", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "strict", no_argument, NULL, 's' },
+		{ "step-all", no_argument, NULL, 'S' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -400,6 +413,7 @@ int cmd_validate(int argc, char **argv)
 		}
 		case 'j': json = true; break;
 		case 's': strict = true; break;
+		case 'S': o.step_all = true; break;
 		case 'q': quiet = true; break;
 		case 'h':
 			fputs(usage_text, stdout);

@@ -1,5 +1,7 @@
 /* The validator: runs a program under ptrace, single-steps every
- * instruction of every thread and keeps a shadow stack per thread, the
+ * instruction of the checked code of every thread (code elsewhere runs at
+ * full speed between a call into it and the return, val_run.c "Stepping
+ * over"; opts.step_all steps it too) and keeps a shadow stack per thread, the
  * oracle of DESIGN.md "Proof of correctness". At every instruction of the
  * checked code it unwinds the stopped thread with the ordinary cursor over
  * the ptrace target (the shadow stack never helps the unwinder) and compares
@@ -15,7 +17,8 @@
  * changes nothing: the callee inherits the caller's return address. Signal
  * delivery pushes a marker with the interrupted registers and an entry for
  * the handler's return into the sigreturn trampoline; rt_sigreturn pops
- * down to the marker.
+ * down to the marker. Frames made by code that ran at full speed are a
+ * gap (VAL_FRAME_GAP): the walk crosses it to the frame below it by CFA.
  *
  * Layers: uses src/unwind (spaces, cursor, the ptrace target through
  * uw_target_adopt), src/target, src/sym through bk_space_symbolize, and
@@ -61,6 +64,10 @@ struct val_opts {
 	/* When set to non-zero (from a signal handler), the program is killed
 	 * and the run ends with what was checked so far. */
 	volatile sig_atomic_t *stop;
+	/* Single-step every instruction, unchecked code too. Otherwise a
+	 * thread that enters unchecked code runs at full speed until it comes
+	 * back (val_run.c, "Stepping over"). */
+	bool step_all;
 };
 
 struct val_stats {
@@ -80,6 +87,11 @@ struct val_stats {
 	uint64_t execs;
 	uint64_t anomalies;       /* returns to an address the shadow did not expect */
 	uint64_t refreshes;       /* module list re-read after new code was mapped */
+	uint64_t free_runs;       /* stretches of unchecked code run at full speed */
+	uint64_t reentries;       /* checked code entered from such a stretch other
+				   * than by the return it waited for (a callback,
+				   * a signal, a longjmp or exception) */
+	uint64_t breakpoints;     /* breakpoints on entries into checked code */
 	double seconds;           /* wall time since the first step */
 };
 
@@ -104,6 +116,7 @@ struct val_diff {
 };
 
 #define VAL_MAX_DIFFS 20
+#define VAL_SITE_UNKNOWN UINT64_MAX
 
 /* One location where walks went wrong: the culprit is the frame whose step
  * produced the first wrong frame (frame - 1), at its lookup PC. Mismatches
@@ -111,6 +124,9 @@ struct val_diff {
  * made when it is first seen (a later exec drops the modules). */
 struct val_mismatch {
 	uint64_t culprit_pc;      /* lookup PC (PC for frame 0, RA - 1 above) */
+	uint64_t culprit_site;    /* the instruction that made the culprit frame: 0
+				   * the checked one, VAL_SITE_UNKNOWN a frame of
+				   * code that ran at full speed */
 	uint64_t image;           /* exec generation: 0 for the first image */
 	uint64_t count;           /* checked instructions that showed it */
 	uint64_t pcs;             /* distinct checked PCs among them (approximate) */
@@ -202,6 +218,11 @@ enum val_frame_kind {
 	VAL_FRAME_CALL = 0,       /* made by a call instruction */
 	VAL_FRAME_HANDLER,        /* a signal handler's return into the trampoline */
 	VAL_FRAME_SIGNAL,         /* the interrupted context of a signal */
+	/* Frames nobody saw made: code that ran at full speed. Its CFA is
+	 * that of the frame below it (UINT64_MAX: none, the outermost frames
+	 * are unknown). The walk crosses it by stepping until SP reaches that
+	 * CFA; the frame there must be the one below (val_check.c). */
+	VAL_FRAME_GAP,
 };
 
 #define VAL_NREGS 17          /* DWARF 0..16: rax..r15, rip */
@@ -254,5 +275,24 @@ BK_HIDDEN bool val_check_walk(const struct val_walk_in *in, struct val_stats *st
 BK_HIDDEN int val_find_function(const char *path, const char *name, uint64_t *addr);
 /* The ELF header's e_entry of PATH. */
 BK_HIDDEN int val_elf_entry(const char *path, uint64_t *entry);
+
+/* A growable list of addresses. */
+struct val_addrs {
+	uint64_t *v;
+	size_t n, cap;
+};
+BK_HIDDEN int val_addrs_push(struct val_addrs *a, uint64_t v);
+/* Where code of the ELF file PATH may be entered from other code, as
+ * link-time addresses appended to OUT: every defined function symbol
+ * (.symtab and .dynsym) or, with NAMES, only those named (raw or demangled
+ * name, or demangled up to its '('). Without NAMES also DT_INIT and
+ * DT_FINI and the PLT's slots (.plt after its first, .plt.sec, .plt.got),
+ * ARRAYS gets the link-time address and size in bytes of DT_PREINIT_ARRAY,
+ * DT_INIT_ARRAY and DT_FINI_ARRAY (their pointers are relocated at run
+ * time: read them from the process), zero when absent, and *PLT0 the
+ * address of .plt's first slot (the lazy-binding stub, jumped to, never
+ * called: not an entry), or 0. */
+BK_HIDDEN int val_elf_entries(const char *path, const char *const *names, size_t nnames,
+			      struct val_addrs *out, uint64_t arrays[3][2], uint64_t *plt0);
 
 #endif

@@ -9,6 +9,12 @@
  * been made by the signal stepper. The comparison stops at the first wrong
  * frame: everything above it is computed from wrong values.
  *
+ * A gap (frames of code that ran at full speed, VAL_FRAME_GAP) is crossed
+ * by stepping until SP reaches the CFA of the frame below it: the frames
+ * in between are not compared (nobody knows them), the frame reached must
+ * be the one below, with its PC, SP and callee-saved registers. A gap at
+ * the bottom (CFA UINT64_MAX) is crossed to the end of the walk.
+ *
  * The walk must not end while shadow frames remain (a step returning 0 or
  * an error is a mismatch), and when the shadow stack is complete (it was
  * kept from the executable's entry point or the thread's start, so its
@@ -68,6 +74,91 @@ static bool same_frame(const struct bk_cursor *c, const struct val_frame *f, uin
 	return true;
 }
 
+/* The last shadow index (counting down from the top) whose frame is
+ * compared: the MAX-th frame that is not a gap, or the lowest one. */
+static size_t last_compared(const struct val_shadow *s, unsigned max, bool *limited)
+{
+	size_t last = s->n, seen = 0;
+	*limited = false;
+	for (size_t i = s->n; i-- > 0;) {
+		if (s->f[i].kind == VAL_FRAME_GAP)
+			continue;
+		last = i;
+		if (max && ++seen == max) {
+			/* Frames below it are left out. */
+			for (size_t j = i; j-- > 0;)
+				if (s->f[j].kind != VAL_FRAME_GAP)
+					*limited = true;
+			break;
+		}
+	}
+	return last;
+}
+
+static void walk_short(struct val_mismatch *mm, int r, unsigned frame, uint64_t culprit,
+		       uint64_t site, uint64_t expected)
+{
+	mm->kind = VAL_WALK_SHORT;
+	mm->step_result = r;
+	mm->frame = frame;
+	mm->culprit_pc = culprit;
+	mm->culprit_site = site;
+	mm->ndiffs = 0;
+	diff(mm, VAL_REG_PC, expected, false, 0);
+}
+
+/* The end of a walk whose shadow is complete: the step after the
+ * outermost frame must return 0. R is that step's result. */
+static bool walk_end(int r, const struct bk_cursor *c, unsigned frame, uint64_t culprit,
+		     uint64_t site, struct val_stats *st, struct val_mismatch *mm)
+{
+	st->walk_ends++;
+	if (r == 0)
+		return true;
+	mm->kind = r > 0 ? VAL_WALK_LONG : VAL_WALK_ERROR;
+	mm->step_result = r;
+	mm->frame = frame;
+	mm->culprit_pc = culprit;
+	mm->culprit_site = site;
+	mm->how = bk_cursor_how(c);
+	mm->ndiffs = 0;
+	if (r > 0)
+		diff(mm, VAL_REG_PC, 0, true, bk_cursor_pc(c));
+	return false;
+}
+
+/* A gap: frames of code that ran at full speed, nobody knows how many.
+ * They are stepped over until SP reaches the CFA of the frame below the
+ * gap (G->cfa); that frame is the one the next shadow entry describes.
+ * Returns 1 when the cursor stands on it, 0 when the walk is over (and
+ * right), -1 on a mismatch. */
+static int cross_gap(const struct val_walk_in *in, struct bk_cursor *c, size_t i,
+		     unsigned *depth, uint64_t *culprit, uint64_t *site, struct val_stats *st,
+		     struct val_mismatch *mm)
+{
+	const struct val_frame *g = &in->shadow->f[i];
+	for (unsigned n = 0; n < BK_MAX_FRAMES; n++) {
+		*culprit = bk_cursor_lookup_pc(c);
+		int r = bk_cursor_step(c);
+		if (r != 1) {
+			if (i == 0) {
+				/* Unknown frames down to the outermost one. */
+				if (!in->complete)
+					return 0;
+				return walk_end(r, c, *depth + 1, *culprit, *site, st, mm) ? 0 : -1;
+			}
+			st->frames_checked++;
+			walk_short(mm, r, *depth + 1, *culprit, *site, in->shadow->f[i - 1].ra);
+			return -1;
+		}
+		++*depth;
+		if (bk_cursor_sp(c) >= g->cfa)
+			return 1;
+		*site = VAL_SITE_UNKNOWN;
+	}
+	return 0; /* too deep to tell */
+}
+
 bool val_check_walk(const struct val_walk_in *in, struct val_stats *st, struct val_mismatch *mm)
 {
 	struct bk_cursor c;
@@ -75,49 +166,49 @@ bool val_check_walk(const struct val_walk_in *in, struct val_stats *st, struct v
 	memset(mm, 0, sizeof(*mm));
 	if (bk_cursor_init(&c, in->space, in->regs) != 0)
 		return true; /* no PC or SP: nothing to walk */
-	size_t n = s->n;
-	bool limited = in->max_frames && n > in->max_frames;
-	if (limited)
-		n = in->max_frames;
-	for (size_t k = 1; k <= n; k++) {
-		const struct val_frame *f = &s->f[s->n - k];
-		uint64_t culprit = bk_cursor_lookup_pc(&c);
-		int r = bk_cursor_step(&c);
-		if (r != 1) {
-			mm->kind = VAL_WALK_SHORT;
-			mm->step_result = r;
-			mm->frame = (unsigned)k;
-			mm->culprit_pc = culprit;
-			mm->ndiffs = 0;
-			diff(mm, VAL_REG_PC, f->ra, false, 0);
-			st->frames_checked++;
-			return false;
+	bool limited;
+	size_t last = last_compared(s, in->max_frames, &limited);
+	unsigned depth = 0;            /* frames stepped */
+	uint64_t culprit = 0, site = 0; /* what made the current frame */
+	bool standing = false;         /* the cursor is on the next frame already */
+	for (size_t i = s->n; i-- > 0;) {
+		const struct val_frame *f = &s->f[i];
+		if (f->kind == VAL_FRAME_GAP) {
+			int g = cross_gap(in, &c, i, &depth, &culprit, &site, st, mm);
+			if (g <= 0)
+				return g == 0;
+			standing = true;
+			continue;
 		}
+		if (!standing) {
+			culprit = bk_cursor_lookup_pc(&c);
+			int r = bk_cursor_step(&c);
+			if (r != 1) {
+				st->frames_checked++;
+				walk_short(mm, r, depth + 1, culprit, site, f->ra);
+				return false;
+			}
+			depth++;
+		}
+		standing = false;
 		st->frames_checked++;
-		bool with_regs = !in->regs_last_only || k == n;
+		bool with_regs = !in->regs_last_only || i == last;
 		if (!same_frame(&c, f, in->call_regs, with_regs, st, mm)) {
 			mm->kind = VAL_VALUES;
-			mm->frame = (unsigned)k;
+			mm->frame = depth;
 			mm->culprit_pc = culprit;
+			mm->culprit_site = site;
 			mm->how = bk_cursor_how(&c);
 			return false;
 		}
+		site = f->site ? f->site : f->ra;
+		if (i == last && limited)
+			break;
 	}
 	if (in->complete && !limited) {
-		uint64_t culprit = bk_cursor_lookup_pc(&c);
+		culprit = bk_cursor_lookup_pc(&c);
 		int r = bk_cursor_step(&c);
-		st->walk_ends++;
-		if (r != 0) {
-			mm->kind = r > 0 ? VAL_WALK_LONG : VAL_WALK_ERROR;
-			mm->step_result = r;
-			mm->frame = (unsigned)n + 1;
-			mm->culprit_pc = culprit;
-			mm->how = bk_cursor_how(&c);
-			mm->ndiffs = 0;
-			if (r > 0)
-				diff(mm, VAL_REG_PC, 0, true, bk_cursor_pc(&c));
-			return false;
-		}
+		return walk_end(r, &c, depth + 1, culprit, site, st, mm);
 	}
 	return true;
 }

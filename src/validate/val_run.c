@@ -13,10 +13,12 @@
  * stack (their first frame is libc's clone trampoline, the outermost).
  * Threads that existed already are interrupted and stepped from where they
  * are, with an incomplete one. Children made by fork or vfork are not
- * traced (ptrace does not follow them without TRACEFORK); exec is followed
- * and checking restarts at the new executable's entry.
+ * checked: with --step-all they are not traced; otherwise they are caught
+ * (TRACEFORK, TRACEVFORK) only to give them our breakpoints' original bytes
+ * (below, "Other processes"). exec is followed and checking restarts at the
+ * new executable's entry.
  *
- * A step. Every thread is resumed with PTRACE_SINGLESTEP and reports back
+ * A step. A stepping thread is resumed with PTRACE_SINGLESTEP and reports back
  * after one instruction. The instruction at the PC is decoded once per PC
  * (the code cache) and kept as "pending" with the registers before it; at
  * the next stop, if the PC moved, it ran: a call pushes a shadow frame, a
@@ -24,7 +26,8 @@
  * map (mmap, munmap, mprotect, pkey_mprotect, mremap: the map is re-read
  * before the next walk, new code becomes modules, and the target's cache of
  * read-only memory follows the new map), and every frame SP has passed is
- * dropped. Then, if the new PC is checked code, the thread is walked.
+ * dropped. Then, if the new PC is checked code, the thread is walked; if
+ * it is not, the thread may run free (below, "Stepping over").
  *
  * Signals. A signal-delivery stop is passed on with the step. When the
  * program catches the signal (/proc/PID/status SigCgt), the kernel stops
@@ -37,7 +40,11 @@
  * Limits (documented, not hidden): a SIGTRAP the program raises itself is
  * taken for a step and swallowed; code written at run time is decoded once
  * per PC (JITs, self-modifying code); the first instructions of a thread
- * made by a raw clone system call cannot be unwound by anyone.
+ * made by a raw clone system call cannot be unwound by anyone. Stepping
+ * over: a thread running free through an entry whose int3 another thread
+ * has lifted for its step enters checked code unseen until its next
+ * breakpoint; so does swapcontext into a context suspended in checked
+ * code; the program reading its own code sees our int3s.
  *
  * One target and one space per executable image, kept across steps: its
  * modules and row cache stay, only the memory block cache is dropped
@@ -46,12 +53,14 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <linux/kcmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -78,7 +87,10 @@
 #define SIGNAL_KNOWN (CALLEE_SAVED | (1u << 1) | (1u << 2) | (1u << 4) | (1u << 5) | \
 		      (1u << 8) | (1u << 9) | (1u << 10) | (1u << 11))
 
-enum mode { MODE_RUNNING, MODE_STEPPING };
+/* RUNNING: before checking starts. STEPPING: single-stepped. FREE: in
+ * unchecked code at full speed (PTRACE_SYSCALL), until a breakpoint, a
+ * signal or rt_sigreturn brings it back. */
+enum mode { MODE_RUNNING, MODE_STEPPING, MODE_FREE };
 
 struct thread {
 	int tid;
@@ -92,6 +104,49 @@ struct thread {
 	struct val_code pending;
 	uint64_t pre[VAL_NREGS]; /* registers before it */
 	struct val_shadow shadow;
+	/* FREE: the return it waits for (a breakpoint at RA, at SP >= CFA). */
+	bool has_ret;
+	uint64_t ret_addr, ret_cfa;
+	/* STEPPING: the breakpoint under the PC was lifted for this step. */
+	bool has_lift;
+	uint64_t lifted;
+	/* In longjmp or the exception unwinder, nested NESC deep (one calls
+	 * another), each entered at ESC_CFA - 8: it jumps to its target, so
+	 * it is stepped until SP passes ESC_CFA by a jump or a return; with
+	 * ESC_CALLEES the functions it calls still run free. */
+	unsigned nesc;
+	bool esc_callees[4];
+	uint64_t esc_cfa[4];
+	bool in_syscall;         /* FREE: between syscall entry and exit stops */
+	bool sigreturning;       /* FREE: that syscall is rt_sigreturn */
+};
+
+/* A breakpoint (int3) of the stepping-over machinery. */
+enum {
+	BP_ENTRY = 1,            /* where checked code may be entered */
+	BP_ESCAPE = 2,           /* longjmp and kin: step all of it */
+	BP_ESCAPE_CALLEES = 4,   /* the exception unwinder: step it, its callees
+				  * run free */
+};
+
+struct bp {
+	uint64_t addr;
+	uint64_t module;         /* static ones: start of the module */
+	uint32_t refs;           /* free threads waiting for a return here */
+	uint16_t lifts;          /* stepping threads executing the original */
+	uint8_t flags;           /* BP_*; 0: a return breakpoint only */
+	uint8_t orig;            /* the program's byte */
+	bool inserted;           /* the program's memory holds int3 */
+};
+
+/* A process made by fork, vfork or clone without CLONE_THREAD. With its
+ * own memory it gets the original bytes back and is let go; sharing ours
+ * (vfork) it runs traced until exec, stepped over our breakpoints. */
+struct foreign {
+	int pid;
+	bool decided, shared, release;
+	bool has_lift;
+	uint64_t lifted;
 };
 
 struct mm_slot {
@@ -124,6 +179,16 @@ struct run {
 	size_t mm_cap;
 	struct timespec t0, last_progress;
 	bool clock_started;
+	/* Stepping over (not with step_all). */
+	int memfd;               /* /proc/PID/mem: breakpoints are written there */
+	struct bp *bps;          /* entries and escapes, sorted by address */
+	size_t nbps;
+	struct bp *rbps;         /* return breakpoints elsewhere, unsorted */
+	size_t nrbps, rbps_cap;
+	struct bk_target_ops inner_ops; /* the space's own memory reads */
+	void *inner_ctx;
+	struct foreign *foreign;
+	size_t nforeign, foreign_cap;
 };
 
 /* ---- Helpers ------------------------------------------------------------- */
@@ -182,6 +247,156 @@ static size_t read_mem(int pid, uint64_t addr, void *dst, size_t len)
 			break;
 	}
 	return done;
+}
+
+/* ---- Breakpoints --------------------------------------------------------- */
+
+static struct bp *find_bp(struct run *r, uint64_t addr)
+{
+	size_t lo = 0, hi = r->nbps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r->bps[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < r->nbps && r->bps[lo].addr == addr)
+		return &r->bps[lo];
+	for (size_t i = 0; i < r->nrbps; i++)
+		if (r->rbps[i].addr == addr)
+			return &r->rbps[i];
+	return NULL;
+}
+
+/* Put the program's memory in the state B wants: int3 while anyone needs
+ * it and no stepping thread executes the original instruction. */
+static void sync_bp(struct run *r, struct bp *b)
+{
+	bool want = (b->flags || b->refs) && !b->lifts;
+	if (want == b->inserted || r->memfd < 0)
+		return;
+	uint8_t byte = want ? 0xcc : b->orig;
+	if (pwrite(r->memfd, &byte, 1, (off_t)b->addr) == 1)
+		b->inserted = want;
+}
+
+/* Forget a return breakpoint nobody needs any more. */
+static void gc_bp(struct run *r, struct bp *b)
+{
+	if (!r->nrbps || b < r->rbps || b >= r->rbps + r->nrbps || b->refs || b->lifts ||
+	    b->inserted)
+		return;
+	*b = r->rbps[--r->nrbps];
+}
+
+/* The program's bytes as they are without our breakpoints. */
+static void overlay(const struct run *r, uint64_t addr, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	uint64_t end = addr + len;
+	size_t lo = 0, hi = r->nbps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r->bps[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < r->nbps && r->bps[i].addr < end; i++)
+		if (r->bps[i].inserted)
+			p[r->bps[i].addr - addr] = r->bps[i].orig;
+	for (size_t i = 0; i < r->nrbps; i++)
+		if (r->rbps[i].inserted && r->rbps[i].addr >= addr && r->rbps[i].addr < end)
+			p[r->rbps[i].addr - addr] = r->rbps[i].orig;
+}
+
+/* Reads of the program, breakpoints hidden. */
+static size_t read_prog(struct run *r, uint64_t addr, void *dst, size_t len)
+{
+	size_t n = read_mem(r->pid, addr, dst, len);
+	overlay(r, addr, dst, n);
+	return n;
+}
+
+/* The space's memory callback while breakpoints exist: the unwinder reads
+ * code too (signal trampolines, the frame-pointer fallback's prologues). */
+static int space_read(void *ctx, uint64_t addr, void *dst, size_t len)
+{
+	struct run *r = ctx;
+	int err = r->inner_ops.read_mem(r->inner_ctx, addr, dst, len);
+	if (!err)
+		overlay(r, addr, dst, len);
+	return err;
+}
+
+static void lift(struct run *r, struct thread *t, uint64_t pc)
+{
+	struct bp *b = find_bp(r, pc);
+	if (!b || t->has_lift)
+		return;
+	b->lifts++;
+	sync_bp(r, b);
+	t->has_lift = true;
+	t->lifted = pc;
+}
+
+static void unlift(struct run *r, struct thread *t)
+{
+	if (!t->has_lift)
+		return;
+	t->has_lift = false;
+	struct bp *b = find_bp(r, t->lifted);
+	if (!b || !b->lifts)
+		return;
+	b->lifts--;
+	sync_bp(r, b);
+	gc_bp(r, b);
+}
+
+/* T waits for a return to ADDR at SP >= CFA. */
+static bool add_return(struct run *r, struct thread *t, uint64_t addr, uint64_t cfa)
+{
+	struct bp *b = find_bp(r, addr);
+	if (!b) {
+		uint8_t orig;
+		if (r->memfd < 0 || pread(r->memfd, &orig, 1, (off_t)addr) != 1)
+			return false;
+		if (r->nrbps == r->rbps_cap) {
+			size_t ncap = r->rbps_cap ? r->rbps_cap * 2 : 16;
+			void *p = base_realloc(r->rbps, ncap * sizeof(*r->rbps));
+			if (!p)
+				return false;
+			r->rbps = p;
+			r->rbps_cap = ncap;
+		}
+		b = &r->rbps[r->nrbps++];
+		*b = (struct bp){ .addr = addr, .orig = orig };
+	}
+	b->refs++;
+	sync_bp(r, b);
+	if (!b->inserted && !b->lifts) {
+		b->refs--;
+		gc_bp(r, b);
+		return false;
+	}
+	t->has_ret = true;
+	t->ret_addr = addr;
+	t->ret_cfa = cfa;
+	return true;
+}
+
+static void drop_return(struct run *r, struct thread *t)
+{
+	if (!t->has_ret)
+		return;
+	t->has_ret = false;
+	struct bp *b = find_bp(r, t->ret_addr);
+	if (!b || !b->refs)
+		return;
+	b->refs--;
+	sync_bp(r, b);
+	gc_bp(r, b);
 }
 
 static bool caught(int pid, int sig)
@@ -256,6 +471,9 @@ static void drop_thread(struct run *r, int tid)
 		if (r->threads[i]->tid == tid) {
 			if (r->last == r->threads[i])
 				r->last = NULL;
+			/* Its breakpoints go (the process may live on). */
+			drop_return(r, r->threads[i]);
+			unlift(r, r->threads[i]);
 			free_thread(r->threads[i]);
 			r->threads[i] = r->threads[--r->nthreads];
 			return;
@@ -320,7 +538,9 @@ static char *disasm_at(struct run *r, uint64_t pc)
 {
 	uint8_t bytes[16];
 	char buf[160];
-	size_t n = read_mem(r->pid, pc, bytes, sizeof(bytes));
+	if (pc == VAL_SITE_UNKNOWN)
+		return base_strdup("? (a frame of code that ran at full speed)");
+	size_t n = read_prog(r, pc, bytes, sizeof(bytes));
 	val_disasm(r->dec, bytes, n, pc, buf, sizeof(buf));
 	return base_strdup(buf);
 }
@@ -423,12 +643,7 @@ static bool record(struct run *r, struct thread *t, const struct val_mismatch *m
 	e->offset = e->function ? e->offset : 0;
 	/* The culprit's instruction: the checked one for frame 0, else the
 	 * call (or interrupted instruction) that made frame - 1. */
-	uint64_t at = pc;
-	if (mm->frame >= 2 && mm->frame - 1 <= t->shadow.n) {
-		const struct val_frame *f = &t->shadow.f[t->shadow.n - (mm->frame - 1)];
-		at = f->site ? f->site : f->ra;
-	}
-	e->culprit_insn = disasm_at(r, at);
+	e->culprit_insn = disasm_at(r, mm->culprit_site ? mm->culprit_site : pc);
 	e->row = row_at(r, mm->culprit_pc, &e->nocfi);
 	describe_addr(r, pc, &e->insn_module, &e->insn_function, &e->insn_offset);
 	e->insn_text = disasm_at(r, pc);
@@ -451,12 +666,20 @@ static bool names_a_module(const struct run *r, const char *name)
 	       (r->exe_path && !strcmp(name, base_name(r->exe_path)));
 }
 
-/* Does module NAME name module PATH? */
+/* Does module NAME name module PATH? A file name matches the path's last
+ * component, also with a version after it: the map names the file a
+ * soname link points to ("libstdc++.so.6" is libstdc++.so.6.0.30). */
 static bool names_module(const char *name, const char *path)
 {
 	if (!path || !path[0])
 		return false;
-	return !strcmp(name, path) || (!strchr(name, '/') && !strcmp(name, base_name(path)));
+	if (!strcmp(name, path))
+		return true;
+	if (strchr(name, '/'))
+		return false;
+	const char *b = base_name(path);
+	size_t n = strlen(name);
+	return !strncmp(name, b, n) && (b[n] == 0 || (b[n] == '.' && b[n + 1] >= '0' && b[n + 1] <= '9'));
 }
 
 static bool names_function(const char *name, const char *fn)
@@ -501,13 +724,212 @@ static const struct val_code *code_at(struct run *r, uint64_t pc)
 		return &none;
 	if (fresh) {
 		uint8_t bytes[16];
-		size_t n = read_mem(r->pid, pc, bytes, sizeof(bytes));
+		size_t n = read_prog(r, pc, bytes, sizeof(bytes));
 		val_decode(r->dec, bytes, n, pc, c);
 		c->checked = 2;
 	}
 	if (c->checked == 2)
 		c->checked = r->space && is_checked(r, pc);
 	return c;
+}
+
+/* ---- Where checked code is entered --------------------------------------- */
+
+/* Functions that leave by jumping to a frame further out: stepped from
+ * their entry until SP passes the entry's CFA by a jump. The exception
+ * unwinder jumps from its own frame (uw_install_context is a macro around
+ * __builtin_eh_return), so what it calls may still run free; longjmp's
+ * jump is in a callee (__longjmp), so nothing of it runs free. */
+static const char *const escape_callees[] = {
+	"_Unwind_RaiseException", "_Unwind_Resume", "_Unwind_Resume_or_Rethrow",
+	"_Unwind_ForcedUnwind",
+};
+static const char *const escape_all[] = {
+	"longjmp", "_longjmp", "siglongjmp", "__longjmp_chk", "__libc_siglongjmp",
+	"__libc_longjmp", "setcontext", "swapcontext",
+};
+
+static int cmp_bp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct bp *)a)->addr, y = ((const struct bp *)b)->addr;
+	return x < y ? -1 : x > y;
+}
+
+struct bp_list {
+	struct bp *v;
+	size_t n, cap;
+};
+
+static void bp_list_add(struct bp_list *l, uint64_t addr, uint64_t module, uint8_t flags)
+{
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 1024;
+		void *p = base_realloc(l->v, ncap * sizeof(*l->v));
+		if (!p)
+			return;
+		l->v = p;
+		l->cap = ncap;
+	}
+	l->v[l->n++] = (struct bp){ .addr = addr, .module = module, .flags = flags };
+}
+
+/* Link-time starts of the FDEs of ELF's .eh_frame. */
+static void fde_starts(struct bk_elf *elf, struct val_addrs *out)
+{
+	if (!elf || !elf->eh_frame.present)
+		return;
+	const struct cfi_section *sec = &elf->eh_frame.sec;
+	uint64_t off = 0;
+	while (off < sec->len) {
+		struct cfi_entry e;
+		if (cfi_entry_at(sec, off, &e) || e.kind == CFI_ENTRY_TERMINATOR)
+			break;
+		if (e.kind == CFI_ENTRY_FDE) {
+			struct cfi_fde fde;
+			struct cfi_cie cie;
+			if (!cfi_decode_fde(sec, off, &fde, &cie) && fde.pc_begin < fde.pc_end)
+				val_addrs_push(out, fde.pc_begin);
+		}
+		off = e.next_off;
+	}
+}
+
+/* The entries of module M that are checked code: all its functions when
+ * WHOLE, else its functions named by --only. */
+static void module_entries(struct run *r, const struct uw_module *m, bool whole,
+			   const char **fnames, size_t nfn, struct bp_list *out)
+{
+	struct val_addrs a = { 0 };
+	uint64_t arrays[3][2], plt0 = 0;
+	if (whole) {
+		fde_starts(m->elf, &a);
+		val_elf_entries(m->path, NULL, 0, &a, arrays, &plt0);
+	} else if (nfn) {
+		val_elf_entries(m->path, fnames, nfn, &a, arrays, &plt0);
+	}
+	for (size_t i = 0; i < a.n; i++) {
+		uint64_t at = a.v[i] + (uint64_t)m->bias;
+		if (a.v[i] == plt0 && plt0)
+			continue;
+		if (at >= m->start && at < m->end && is_checked(r, at))
+			bp_list_add(out, at, m->start, BP_ENTRY);
+	}
+	/* Constructors and destructors called through the relocated arrays. */
+	for (int k = 0; whole && k < 3; k++) {
+		uint64_t words[512];
+		size_t len = arrays[k][1] < sizeof(words) ? arrays[k][1] : sizeof(words);
+		if (!arrays[k][0] || !len)
+			continue;
+		size_t got = read_mem(r->pid, arrays[k][0] + (uint64_t)m->bias, words, len);
+		for (size_t i = 0; i < got / 8; i++)
+			if (words[i] >= m->start && words[i] < m->end && is_checked(r, words[i]))
+				bp_list_add(out, words[i], m->start, BP_ENTRY);
+	}
+	a.n = 0;
+	val_elf_entries(m->path, escape_callees, sizeof(escape_callees) / sizeof(*escape_callees),
+			&a, arrays, &plt0);
+	for (size_t i = 0; i < a.n; i++)
+		bp_list_add(out, a.v[i] + (uint64_t)m->bias, m->start, BP_ESCAPE_CALLEES);
+	a.n = 0;
+	val_elf_entries(m->path, escape_all, sizeof(escape_all) / sizeof(*escape_all), &a, arrays,
+			&plt0);
+	for (size_t i = 0; i < a.n; i++)
+		bp_list_add(out, a.v[i] + (uint64_t)m->bias, m->start, BP_ESCAPE);
+	base_free(a.v);
+}
+
+/* (Re)build the entry and escape breakpoints from the modules now known:
+ * kept where they were, set where new, forgotten where their module went
+ * (its memory is not ours to write any more). */
+static void rebuild_bps(struct run *r)
+{
+	if (r->o->step_all || !r->space || r->memfd < 0)
+		return;
+	const char *fnames[64];
+	size_t nfn = 0;
+	for (size_t i = 0; i < r->o->nonly && nfn < 64; i++)
+		if (!names_a_module(r, r->o->only[i]))
+			fnames[nfn++] = r->o->only[i];
+	struct bp_list l = { 0 };
+	for (size_t i = 0; i < r->space->nmods; i++) {
+		const struct uw_module *m = &r->space->mods[i];
+		if (!m->path || !m->path[0] || m->path[0] == '[')
+			continue;
+		bool whole = false;
+		if (!r->o->nonly)
+			whole = r->exe_path && !strcmp(m->path, r->exe_path);
+		for (size_t k = 0; k < r->o->nonly && !whole; k++)
+			whole = names_a_module(r, r->o->only[k]) && names_module(r->o->only[k], m->path);
+		module_entries(r, m, whole, fnames, nfn, &l);
+	}
+	if (l.n)
+		qsort(l.v, l.n, sizeof(*l.v), cmp_bp);
+	size_t n = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		if (n && l.v[n - 1].addr == l.v[i].addr)
+			l.v[n - 1].flags |= l.v[i].flags;
+		else
+			l.v[n++] = l.v[i];
+	}
+	l.n = n;
+	/* Carry the old state over; take over return breakpoints there. */
+	for (size_t i = 0; i < l.n; i++) {
+		struct bp *nb = &l.v[i];
+		struct bp *old = find_bp(r, nb->addr);
+		if (old && (old->flags == 0 || old->module == nb->module)) {
+			uint8_t flags = nb->flags;
+			uint64_t module = nb->module;
+			*nb = *old;
+			nb->flags = flags;
+			nb->module = module;
+			if (old->flags == 0) {
+				old->refs = old->lifts = 0;
+				old->inserted = false;
+				gc_bp(r, old);
+			}
+			continue;
+		}
+		uint8_t orig;
+		if (pread(r->memfd, &orig, 1, (off_t)nb->addr) != 1) {
+			nb->flags = 0; /* unreadable: never set */
+			continue;
+		}
+		nb->orig = orig;
+	}
+	/* Old ones no longer wanted, in a module still mapped: restore. */
+	for (size_t i = 0; i < r->nbps; i++) {
+		struct bp *ob = &r->bps[i];
+		if (bsearch(ob, l.v, l.n, sizeof(*l.v), cmp_bp))
+			continue;
+		const struct uw_module *m = uw_space_find(r->space, ob->addr);
+		if (ob->inserted && m && m->start == ob->module) {
+			ob->flags = 0;
+			ob->refs = 0;
+			ob->lifts = 0;
+			sync_bp(r, ob);
+		}
+	}
+	base_free(r->bps);
+	r->bps = l.v;
+	r->nbps = l.n;
+	size_t entries = 0;
+	for (size_t i = 0; i < r->nbps; i++) {
+		sync_bp(r, &r->bps[i]);
+		entries += (r->bps[i].flags & BP_ENTRY) != 0;
+	}
+	r->res->stats.breakpoints = entries;
+}
+
+/* Forget every breakpoint without writing (the image is gone). */
+static void forget_bps(struct run *r)
+{
+	base_free(r->bps);
+	r->bps = NULL;
+	r->nbps = 0;
+	r->nrbps = 0;
+	if (r->memfd >= 0)
+		close(r->memfd);
+	r->memfd = -1;
 }
 
 /* ---- The target of the current image ------------------------------------- */
@@ -527,6 +949,17 @@ static int open_target(struct run *r, int tid)
 		r->exe_path = base_strdup(mi.path);
 	val_code_clear(&r->code);
 	r->maps_dirty = false;
+	if (!r->o->step_all) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/mem", r->pid);
+		if (r->memfd < 0)
+			r->memfd = open(path, O_RDWR | O_CLOEXEC);
+		r->inner_ops = r->space->ops;
+		r->inner_ctx = r->space->ctx;
+		r->space->ops.read_mem = space_read;
+		r->space->ctx = r;
+		rebuild_bps(r);
+	}
 	return 0;
 }
 
@@ -545,6 +978,7 @@ static void refresh_modules(struct run *r)
 	if (uw_target_refresh(r->target, &added) == 0 && added) {
 		val_code_clear(&r->code);
 		r->res->stats.refreshes++;
+		rebuild_bps(r);
 	}
 }
 
@@ -557,6 +991,15 @@ static void progress(struct run *r)
 	clock_gettime(CLOCK_MONOTONIC, &r->last_progress);
 	r->res->stats.seconds = since(&r->t0);
 	r->o->progress(r->o->progress_ctx, &r->res->stats);
+}
+
+/* The innermost frame the shadow stack knows (gaps aside), or NULL. */
+static struct val_frame *top_known(struct thread *t)
+{
+	for (size_t i = t->shadow.n; i-- > 0;)
+		if (t->shadow.f[i].kind != VAL_FRAME_GAP)
+			return &t->shadow.f[i];
+	return NULL;
 }
 
 /* The pending instruction ran if the PC moved: apply what it did to the
@@ -581,13 +1024,12 @@ static void settle(struct run *r, struct thread *t, const uint64_t now[VAL_NREGS
 			val_shadow_push(&t->shadow, &f);
 			break;
 		}
-		case VAL_INSN_RET:
-			if (t->shadow.n) {
-				const struct val_frame *top = &t->shadow.f[t->shadow.n - 1];
-				if (now[VAL_REG_SP] >= top->cfa && top->ra != now[VAL_REG_PC])
-					st->anomalies++;
-			}
+		case VAL_INSN_RET: {
+			const struct val_frame *top = top_known(t);
+			if (top && now[VAL_REG_SP] >= top->cfa && top->ra != now[VAL_REG_PC])
+				st->anomalies++;
 			break;
+		}
 		case VAL_INSN_SYSCALL: {
 			/* The map changed: new code may need modules, and the
 			 * target keeps read-only memory cached by the map. */
@@ -696,33 +1138,209 @@ static void check(struct run *r, struct thread *t, const struct user_regs_struct
 	}
 }
 
+/* ---- Stepping over unchecked code ----------------------------------------
+ *
+ * A stepping thread that stands in unchecked code runs there at full speed
+ * (PTRACE_SYSCALL, to see the system calls that change the map) until its
+ * innermost known frame T (the top of the shadow stack, gaps aside) is
+ * returned to: an int3 at T's return address, taken when SP >= T's CFA
+ * (deeper recursion through the same address comes back as an entry).
+ * The frames made meanwhile are unknown: a gap goes on the shadow stack,
+ * dead with T. Checked code can be entered without that return:
+ *
+ *   - a call from the free code (callbacks: qsort's comparator, a thread's
+ *     start routine, atexit handlers, constructors): an int3 on every
+ *     function of the checked code (its FDEs, function symbols, DT_INIT,
+ *     DT_FINI, the init/fini arrays, the PLT's slots but the lazy-binding
+ *     stub). The thread steps from there, with
+ *     a shadow frame for its caller (return address at SP, CFA = SP + 8,
+ *     callee-saved registers as they are) above the gap;
+ *   - a signal: its delivery stops the thread anyway; a caught one is
+ *     delivered single-stepping, so the handler's first instruction is
+ *     stepped as before, its frames above the gap;
+ *   - longjmp, setcontext, exceptions: an int3 on longjmp and kin and on
+ *     the unwinder's entries (_Unwind_RaiseException, _Unwind_Resume, ...):
+ *     the thread steps from there until SP passes that entry's CFA by a
+ *     jump (the landing), the unwinder's callees excepted;
+ *   - rt_sigreturn (seen at its system-call stop): steps after it.
+ *
+ * Breakpoints live in the program's memory (written through /proc/PID/mem;
+ * the debug registers would be per thread, but do not fire on every
+ * machine we run on), so every read of code (decoder, unwinder) sees the
+ * original bytes through overlay(), a stepping thread executes the
+ * original instruction with the int3 lifted for one step, and a child of
+ * fork gets the original bytes back before it is let go.
+ */
+
+/* A gap on top of the shadow stack, dead with the frame below (CFA). */
+static void ensure_gap(struct thread *t, uint64_t cfa)
+{
+	if (t->shadow.n && t->shadow.f[t->shadow.n - 1].kind == VAL_FRAME_GAP)
+		return;
+	struct val_frame g = { .kind = VAL_FRAME_GAP, .cfa = cfa };
+	val_shadow_push(&t->shadow, &g);
+}
+
+/* T stands in unchecked code: let it run free if it can come back. */
+static bool try_free(struct run *r, struct thread *t, const struct user_regs_struct *u)
+{
+	if (r->o->step_all || !r->target || r->memfd < 0 || t->entering || t->has_lift ||
+	    find_bp(r, u->rip))
+		return false;
+	const struct val_frame *top = top_known(t);
+	if (top && top->kind == VAL_FRAME_SIGNAL)
+		return false; /* the trampoline's rt_sigreturn is next: step it */
+	if (t->nesc && (!t->esc_callees[t->nesc - 1] || !top || top->cfa >= t->esc_cfa[t->nesc - 1]))
+		return false;
+	if (top && u->rsp >= top->cfa)
+		return false;
+	uint64_t ra = top ? top->ra : 0, cfa = top ? top->cfa : UINT64_MAX;
+	if (top && !add_return(r, t, ra, cfa))
+		return false;
+	ensure_gap(t, cfa);
+	t->mode = MODE_FREE;
+	t->have_pending = false;
+	t->in_syscall = t->sigreturning = false;
+	r->res->stats.free_runs++;
+	ptrace(PTRACE_SYSCALL, t->tid, NULL, NULL);
+	return true;
+}
+
+/* A free thread comes back to stepping at U (HIT: the breakpoint it
+ * stopped at, or NULL). */
+static void back_to_stepping(struct run *r, struct thread *t, const struct user_regs_struct *u,
+			     const struct bp *hit)
+{
+	uint64_t sp = u->rsp;
+	bool own = t->has_ret && hit && hit->addr == t->ret_addr && sp >= t->ret_cfa;
+	bool entry = hit && hit->flags;
+	drop_return(r, t);
+	t->mode = MODE_STEPPING;
+	t->have_pending = false;
+	t->in_syscall = t->sigreturning = false;
+	val_shadow_drop_dead(&t->shadow, sp);
+	if (own)
+		return;
+	r->res->stats.reentries++;
+	const struct val_frame *top = top_known(t);
+	uint64_t cfa = top ? top->cfa : UINT64_MAX;
+	if (sp >= cfa)
+		return;
+	if (entry && sp + 8 >= cfa) {
+		/* Jumped to in place of the frame below: no frame between. */
+		if (t->shadow.n && t->shadow.f[t->shadow.n - 1].kind == VAL_FRAME_GAP)
+			t->shadow.n--;
+		return;
+	}
+	ensure_gap(t, cfa);
+	if (entry) {
+		/* Called from the free code: its caller's frame is known. */
+		struct val_frame f = { .cfa = sp + 8, .known = CALLEE_SAVED, .kind = VAL_FRAME_CALL };
+		read_mem(r->pid, sp, &f.ra, sizeof(f.ra));
+		dwarf_regs(u, f.regs);
+		val_shadow_push(&t->shadow, &f);
+	}
+}
+
 /* At an instruction of a stepping thread: compare a walk if it is checked
- * code, note the instruction as pending, and step it. SIG goes with the
- * step (a signal being delivered). */
+ * code, note the instruction as pending, and step it (or let it run free
+ * in unchecked code). SIG goes with the step (a signal being delivered). */
 static void at_instruction(struct run *r, struct thread *t, const struct user_regs_struct *u,
 			   bool walk, int sig)
 {
 	if (r->maps_dirty && r->target)
 		refresh_modules(r);
 	const struct val_code *c = code_at(r, u->rip);
+	const struct bp *b = r->nbps || r->nrbps ? find_bp(r, u->rip) : NULL;
+	if (b && (b->flags & (BP_ESCAPE | BP_ESCAPE_CALLEES)) &&
+	    (!t->nesc || u->rsp + 8 < t->esc_cfa[t->nesc - 1])) {
+		if (t->nesc == sizeof(t->esc_cfa) / sizeof(*t->esc_cfa))
+			t->nesc--; /* deeper still: the innermost one counts */
+		t->esc_callees[t->nesc] = !(b->flags & BP_ESCAPE);
+		t->esc_cfa[t->nesc++] = u->rsp + 8;
+	}
 	if (walk && c->checked && r->target)
 		check(r, t, u, (struct val_code *)c);
+	if (!sig && !c->checked && try_free(r, t, u))
+		return;
 	t->pending = *c;
 	t->pending.pc = u->rip;
 	t->have_pending = true;
 	dwarf_regs(u, t->pre);
+	if (b)
+		lift(r, t, u->rip);
 	ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(uintptr_t)sig);
+}
+
+/* A system-call stop of a free thread: the map may change; rt_sigreturn
+ * pops the shadow stack to its signal marker and the thread steps on
+ * from the restored context. */
+static void on_syscall_stop(struct run *r, struct thread *t, const struct user_regs_struct *u)
+{
+	t->in_syscall = !t->in_syscall;
+	uint64_t nr = u->orig_rax;
+	if (t->in_syscall) {
+		t->sigreturning = nr == NR_RT_SIGRETURN;
+	} else if (nr == NR_MMAP || nr == NR_MPROTECT || nr == NR_MUNMAP || nr == NR_MREMAP ||
+		   nr == NR_PKEY_MPROTECT) {
+		/* At the exit: read at the entry, the map could be re-read
+		 * (for another thread) before the change is made. */
+		r->maps_dirty = true;
+	} else if (t->sigreturning) {
+		val_shadow_sigreturn(&t->shadow);
+		back_to_stepping(r, t, u, NULL);
+		at_instruction(r, t, u, true, 0);
+		return;
+	}
+	ptrace(PTRACE_SYSCALL, t->tid, NULL, NULL);
+}
+
+/* A stop of a free thread: a system call, one of our breakpoints, or a
+ * signal. */
+static void on_free_stop(struct run *r, struct thread *t, int sig)
+{
+	struct user_regs_struct u;
+	if (!get_regs(t->tid, &u))
+		return;
+	if (sig == (SIGTRAP | 0x80)) {
+		on_syscall_stop(r, t, &u);
+		return;
+	}
+	const struct bp *b = sig == SIGTRAP ? find_bp(r, u.rip - 1) : NULL;
+	if (b) {
+		u.rip--;
+		ptrace(PTRACE_SETREGS, t->tid, NULL, &u);
+		back_to_stepping(r, t, &u, b);
+		at_instruction(r, t, &u, true, 0);
+		return;
+	}
+	if (!caught(r->pid, sig)) {
+		ptrace(PTRACE_SYSCALL, t->tid, NULL, (void *)(uintptr_t)sig);
+		return;
+	}
+	/* A handler will run: enter it single-stepping. */
+	back_to_stepping(r, t, &u, NULL);
+	t->entering = true;
+	t->entering_sig = sig;
+	dwarf_regs(&u, t->sig_regs);
+	at_instruction(r, t, &u, false, sig);
 }
 
 /* A stop of a stepping thread: the step is done (SIGTRAP), or a signal is
  * about to be delivered. */
 static void on_step_stop(struct run *r, struct thread *t, int sig)
 {
+	unlift(r, t);
 	struct user_regs_struct u;
 	if (!get_regs(t->tid, &u))
 		return; /* gone: its exit is reported next */
 	uint64_t now[VAL_NREGS];
 	dwarf_regs(&u, now);
+	/* Out of longjmp or the unwinder: SP passed its entry's CFA by a
+	 * jump (a move to RSP inside it does not count). */
+	bool jumped = !(t->have_pending && u.rip == t->pending.pc + t->pending.len);
+	while (t->nesc && jumped && u.rsp >= t->esc_cfa[t->nesc - 1])
+		t->nesc--;
 	if (sig == SIGTRAP)
 		r->res->stats.insns_stepped++;
 	bool entered = false;
@@ -775,7 +1393,8 @@ static void resume(struct run *r, struct thread *t, int sig)
 		}
 		return;
 	}
-	ptrace(PTRACE_CONT, t->tid, NULL, (void *)(uintptr_t)sig);
+	ptrace(t->mode == MODE_FREE ? PTRACE_SYSCALL : PTRACE_CONT, t->tid, NULL,
+	       (void *)(uintptr_t)sig);
 }
 
 /* ---- Breakpoint and exec ------------------------------------------------- */
@@ -822,7 +1441,11 @@ static void on_exec(struct run *r, struct thread *t)
 	val_shadow_free(&t->shadow);
 	t->mode = MODE_RUNNING;
 	t->have_pending = t->entering = t->want_stepping = false;
+	t->has_ret = t->has_lift = t->in_syscall = t->sigreturning = false;
+	t->nesc = 0;
 	t->complete = true;
+	/* The old image's breakpoints went with it. */
+	forget_bps(r);
 	if (r->target)
 		close_target(r);
 	r->triggered = false;
@@ -879,9 +1502,127 @@ static void on_breakpoint(struct run *r, struct thread *t, struct user_regs_stru
 	start_stepping(r, t, r->trigger_complete);
 }
 
+/* ---- Other processes ------------------------------------------------------ */
+
+static struct foreign *find_foreign(struct run *r, int pid)
+{
+	for (size_t i = 0; i < r->nforeign; i++)
+		if (r->foreign[i].pid == pid)
+			return &r->foreign[i];
+	return NULL;
+}
+
+static void drop_foreign(struct run *r, int pid)
+{
+	struct foreign *f = find_foreign(r, pid);
+	if (f)
+		*f = r->foreign[--r->nforeign];
+}
+
+/* PID is a process of its own (not a thread of the program): decide what
+ * to do with it once. */
+static struct foreign *add_foreign(struct run *r, int pid)
+{
+	struct foreign *f = find_foreign(r, pid);
+	if (f)
+		return f;
+	if (r->nforeign == r->foreign_cap) {
+		size_t ncap = r->foreign_cap ? r->foreign_cap * 2 : 8;
+		void *p = base_realloc(r->foreign, ncap * sizeof(*r->foreign));
+		if (!p)
+			return NULL;
+		r->foreign = p;
+		r->foreign_cap = ncap;
+	}
+	f = &r->foreign[r->nforeign++];
+	*f = (struct foreign){ .pid = pid, .decided = true };
+	/* kcmp: 0 when PID shares our program's memory (vfork). */
+	f->shared = syscall(SYS_kcmp, r->pid, pid, KCMP_VM, 0, 0) == 0;
+	if (!f->shared) {
+		/* Its copy of the memory: the original bytes back. */
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+		int fd = open(path, O_RDWR | O_CLOEXEC);
+		for (size_t i = 0; fd >= 0 && i < r->nbps + r->nrbps; i++) {
+			const struct bp *b = i < r->nbps ? &r->bps[i] : &r->rbps[i - r->nbps];
+			if (b->inserted)
+				(void)!pwrite(fd, &b->orig, 1, (off_t)b->addr);
+		}
+		if (fd >= 0)
+			close(fd);
+		f->release = true;
+	}
+	return f;
+}
+
+/* Is TID, seen for the first time, a process other than the program? */
+static bool is_other_process(struct run *r, int tid)
+{
+	char path[64], line[128];
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	FILE *fp = fopen(path, "re");
+	if (!fp)
+		return false;
+	int tgid = 0;
+	while (fgets(line, sizeof(line), fp))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(fp);
+	return tgid > 0 && tgid != r->pid;
+}
+
+/* A stop of another process. One with its own memory is let go at its
+ * first stop; one sharing ours (vfork) runs until exec, stepped over our
+ * breakpoints. */
+static void on_foreign_stop(struct run *r, struct foreign *f, int st)
+{
+	int pid = f->pid, sig = WSTOPSIG(st), event = st >> 16;
+	if (f->release || event == PTRACE_EVENT_EXEC) {
+		ptrace(PTRACE_DETACH, pid, NULL, NULL);
+		drop_foreign(r, pid);
+		return;
+	}
+	if (event == PTRACE_EVENT_STOP) {
+		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+			ptrace(PTRACE_LISTEN, pid, NULL, NULL);
+		else
+			ptrace(PTRACE_CONT, pid, NULL, NULL);
+		return;
+	}
+	if (event) {
+		ptrace(PTRACE_CONT, pid, NULL, NULL);
+		return;
+	}
+	if (sig == SIGTRAP) {
+		struct user_regs_struct u;
+		struct bp *b;
+		if (f->has_lift) {
+			f->has_lift = false;
+			if ((b = find_bp(r, f->lifted)) && b->lifts) {
+				b->lifts--;
+				sync_bp(r, b);
+				gc_bp(r, b);
+			}
+			ptrace(PTRACE_CONT, pid, NULL, NULL);
+			return;
+		}
+		if (get_regs(pid, &u) && (b = find_bp(r, u.rip - 1))) {
+			u.rip--;
+			ptrace(PTRACE_SETREGS, pid, NULL, &u);
+			b->lifts++;
+			sync_bp(r, b);
+			f->has_lift = true;
+			f->lifted = u.rip;
+			ptrace(PTRACE_SINGLESTEP, pid, NULL, NULL);
+			return;
+		}
+	}
+	ptrace(PTRACE_CONT, pid, NULL, (void *)(uintptr_t)sig);
+}
+
 /* ---- The loop ------------------------------------------------------------ */
 
-static int spawn(char *const *argv, int *errfd)
+static int spawn(char *const *argv, bool step_all, int *errfd)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) != 0)
@@ -903,10 +1644,13 @@ static int spawn(char *const *argv, int *errfd)
 	}
 	close(p[1]);
 	int st;
+	/* Stepping over puts int3 in memory: children made by fork must be
+	 * caught to get the original bytes back. */
+	unsigned long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
+	if (!step_all)
+		opts |= PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACESYSGOOD;
 	if (waitpid(pid, &st, WUNTRACED) != pid || !WIFSTOPPED(st) ||
-	    ptrace(PTRACE_SEIZE, pid, NULL,
-		   (void *)(uintptr_t)(PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC |
-				       PTRACE_O_EXITKILL)) != 0) {
+	    ptrace(PTRACE_SEIZE, pid, NULL, (void *)(uintptr_t)opts) != 0) {
 		int e = errno;
 		kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);
@@ -937,6 +1681,17 @@ static void loop(struct run *r, int errfd)
 		}
 		if ((r->res->stats.insns_stepped & 4095) == 0)
 			progress(r);
+		struct foreign *f = r->nforeign ? find_foreign(r, tid) : NULL;
+		if (!f && !find_thread(r, tid) && tid != r->pid && WIFSTOPPED(st) &&
+		    !r->o->step_all && is_other_process(r, tid))
+			f = add_foreign(r, tid);
+		if (f) {
+			if (WIFSTOPPED(st))
+				on_foreign_stop(r, f, st);
+			else
+				drop_foreign(r, tid);
+			continue;
+		}
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
 			drop_thread(r, tid);
 			if (tid != r->pid)
@@ -958,10 +1713,17 @@ static void loop(struct run *r, int errfd)
 		}
 		int sig = WSTOPSIG(st), event = st >> 16;
 		switch (event) {
-		case PTRACE_EVENT_CLONE: {
+		case PTRACE_EVENT_CLONE:
+		case PTRACE_EVENT_FORK:
+		case PTRACE_EVENT_VFORK: {
 			unsigned long child;
-			if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) == 0)
-				add_thread(r, (int)child);
+			if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) == 0) {
+				if (!r->o->step_all && (event != PTRACE_EVENT_CLONE ||
+							is_other_process(r, (int)child)))
+					add_foreign(r, (int)child);
+				else
+					add_thread(r, (int)child);
+			}
 			resume(r, t, 0);
 			continue;
 		}
@@ -991,6 +1753,10 @@ static void loop(struct run *r, int errfd)
 			on_step_stop(r, t, sig);
 			continue;
 		}
+		if (t->mode == MODE_FREE) {
+			on_free_stop(r, t, sig);
+			continue;
+		}
 		if (sig == SIGTRAP && r->bp_armed) {
 			struct user_regs_struct u;
 			if (get_regs(tid, &u) && u.rip == r->bp_addr + 1) {
@@ -1007,14 +1773,14 @@ int val_run(char *const *argv, const struct val_opts *o, struct val_result *res)
 	memset(res, 0, sizeof(*res));
 	if (!argv || !argv[0] || !o || o->size < sizeof(*o))
 		return BK_E_INVAL;
-	struct run r = { .o = o, .res = res };
+	struct run r = { .o = o, .res = res, .memfd = -1 };
 	int err = val_decoder_open(&r.dec);
 	if (err) {
 		set_error(&r, "cannot open the disassembler: %s", bk_strerror(err));
 		return err;
 	}
 	int errfd = -1;
-	r.pid = spawn(argv, &errfd);
+	r.pid = spawn(argv, o->step_all, &errfd);
 	if (r.pid < 0) {
 		set_error(&r, "cannot trace %s: %s", argv[0], strerror(errno));
 		val_decoder_close(r.dec);
@@ -1029,6 +1795,9 @@ int val_run(char *const *argv, const struct val_opts *o, struct val_result *res)
 	for (size_t i = 0; i < r.nthreads; i++)
 		free_thread(r.threads[i]);
 	base_free(r.threads);
+	forget_bps(&r);
+	base_free(r.rbps);
+	base_free(r.foreign);
 	base_free(r.mslots);
 	base_free(r.exe_path);
 	val_code_free(&r.code);

@@ -1,0 +1,489 @@
+/* backstep check: static checks of the unwind tables of ELF files and of
+ * every ELF file under a directory (src/validate/val_static.c does the
+ * checking; this file walks directories and prints).
+ *
+ * Output, one line per finding and a summary line per file:
+ *   FILE: SEVERITY: KIND: DETAIL (SYMBOL+OFF, at SECTION+0xOFF)
+ *   FILE: summary: ...
+ * Info findings are printed with -v only (always counted). With more than
+ * one file a table of totals by kind closes the output. --json prints the
+ * same as JSON Lines: {"type": "finding"|"file"|"total", ...}.
+ *
+ * Directories: entries are visited in name order; a symbolic link to a
+ * directory is not followed, one to a file is, and each file (device and
+ * inode) is checked once. Files that do not start with the ELF magic and
+ * special files are skipped and counted. Exit status: 2 when a named input
+ * or an ELF file found in a directory could not be read (one line on stderr
+ * each), else 1 when any error was found, else 0.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "out.h"
+
+#include "../src/validate/val_static.h"
+
+#define MAX_DEPTH 64
+
+struct check_opts {
+	bool json;
+	bool verbose;
+};
+
+struct seen {
+	dev_t dev;
+	ino_t ino;
+	bool used;
+};
+
+struct totals {
+	size_t elf_files, nonelf, special, dup, unreadable, unsupported, dir_links, too_deep;
+	size_t files_with_errors, files_with_warnings, relocatable;
+	uint64_t fdes_eh, fdes_debug, exec_bytes, covered_bytes, padding_bytes, gap_bytes;
+	size_t counts[VS_NKINDS][VAL_SEV_N];
+	char **no_tables;
+	size_t nno_tables, cap_no_tables;
+	struct seen *seen;        /* files checked, open addressing */
+	size_t nseen, cap_seen;
+};
+
+static const struct check_opts *g_opts;
+static struct totals g_tot;
+
+/* ---- Output ------------------------------------------------------------- */
+
+static void out_json_str(const char *s)
+{
+	cli_json_str(s);
+}
+
+static void print_finding(const char *path, const struct val_static_finding *f)
+{
+	if (g_opts->json) {
+		out_s("{\"type\": \"finding\", \"file\": ");
+		out_json_str(path);
+		out_s(", \"severity\": \"");
+		out_s(val_sev_name(f->sev));
+		out_s("\", \"kind\": \"");
+		out_s(val_static_kind_name(f->kind));
+		out_c('"');
+		if (f->section) {
+			out_s(", \"section\": \"");
+			out_s(f->section);
+			out_c('"');
+		}
+		if (f->has_addr) {
+			out_s(", \"addr\": \"");
+			out_addr(f->addr);
+			out_s("\", \"end\": \"");
+			out_addr(f->end);
+			out_c('"');
+		}
+		if (f->symbol) {
+			out_s(", \"symbol\": ");
+			out_json_str(f->symbol);
+			out_s(", \"offset\": \"");
+			out_addr(f->sym_off);
+			out_c('"');
+		} else if (f->code_section) {
+			out_s(", \"code_section\": ");
+			out_json_str(f->code_section);
+		}
+		if (f->has_entry) {
+			out_s(", \"entry_offset\": \"");
+			out_addr(f->entry_off);
+			out_c('"');
+		}
+		out_s(", \"detail\": ");
+		out_json_str(f->detail);
+		out_s("}\n");
+		return;
+	}
+	out_s(path);
+	out_s(": ");
+	out_s(val_sev_name(f->sev));
+	out_s(": ");
+	out_s(val_static_kind_name(f->kind));
+	out_s(": ");
+	out_s(f->detail);
+	if (f->symbol || f->code_section || f->has_entry) {
+		out_s(" (");
+		if (f->symbol) {
+			out_s(f->symbol);
+			out_c('+');
+			out_addr(f->sym_off);
+		} else if (f->code_section) {
+			out_s("in ");
+			out_s(f->code_section);
+		}
+		if (f->has_entry) {
+			out_s(f->symbol || f->code_section ? ", at " : "at ");
+			out_s(f->section ? f->section : "?");
+			out_c('+');
+			out_addr(f->entry_off);
+		}
+		out_c(')');
+	}
+	out_c('\n');
+}
+
+static void print_file_summary(const char *path, const struct val_static_report *r)
+{
+	size_t suppressed = 0;
+	for (int k = 0; k < VS_NKINDS; k++)
+		suppressed += r->suppressed[k];
+	if (g_opts->json) {
+		out_s("{\"type\": \"file\", \"file\": ");
+		out_json_str(path);
+		out_s(", \"arch\": ");
+		if (r->arch) {
+			out_c('"');
+			out_s(r->arch);
+			out_c('"');
+		} else {
+			out_s("null");
+		}
+		out_fmt(", \"relocatable\": %s, \"no_tables\": %s, \"eh_frame\": %s, "
+			"\"eh_frame_hdr\": %s, \"debug_frame\": %s, \"cies\": %zu, "
+			"\"fdes_eh_frame\": %zu, \"fdes_debug_frame\": %zu, \"exec_bytes\": %" PRIu64
+			", \"covered_bytes\": %" PRIu64 ", \"padding_bytes\": %" PRIu64
+			", \"gap_bytes\": %" PRIu64 ", \"errors\": %zu, \"warnings\": %zu, "
+			"\"info\": %zu, \"suppressed\": %zu}\n",
+			r->relocatable ? "true" : "false", r->no_tables ? "true" : "false",
+			r->has_eh_frame ? "true" : "false", r->has_eh_frame_hdr ? "true" : "false",
+			r->has_debug_frame ? "true" : "false", r->ncies, r->nfdes_eh, r->nfdes_debug,
+			r->exec_bytes, r->covered_bytes, r->padding_bytes, r->gap_bytes, r->nerrors,
+			r->nwarnings, r->ninfos, suppressed);
+		return;
+	}
+	for (int k = 0; k < VS_NKINDS; k++)
+		if (r->suppressed[k])
+			out_fmt("%s: note: %zu more %s findings not shown\n", path, r->suppressed[k],
+				val_static_kind_name((enum val_static_kind)k));
+	out_fmt("%s: summary: ", path);
+	if (r->no_tables) {
+		out_fmt("no unwind tables; %zu error%s, %zu warning%s\n", r->nerrors,
+			r->nerrors == 1 ? "" : "s", r->nwarnings, r->nwarnings == 1 ? "" : "s");
+		return;
+	}
+	out_fmt("%zu FDEs (.eh_frame %zu, .debug_frame %zu), %zu CIEs; %zu error%s, %zu warning%s, "
+		"%zu info", r->nfdes_eh + r->nfdes_debug, r->nfdes_eh, r->nfdes_debug, r->ncies,
+		r->nerrors, r->nerrors == 1 ? "" : "s", r->nwarnings, r->nwarnings == 1 ? "" : "s",
+		r->ninfos);
+	if (r->relocatable)
+		out_s("; relocatable object: address checks skipped");
+	else if (r->exec_bytes)
+		out_fmt("; %" PRIu64 " of %" PRIu64 " executable bytes covered (%.2f%%), %" PRIu64
+			" bytes of padding, %" PRIu64 " in gaps", r->covered_bytes, r->exec_bytes,
+			100.0 * (double)r->covered_bytes / (double)r->exec_bytes, r->padding_bytes,
+			r->gap_bytes);
+	if (!r->arch)
+		out_s("; unknown machine: entry rows not checked");
+	out_c('\n');
+}
+
+/* ---- Files -------------------------------------------------------------- */
+
+static int note_no_tables(const char *path)
+{
+	if (g_tot.nno_tables == g_tot.cap_no_tables) {
+		size_t ncap = g_tot.cap_no_tables ? g_tot.cap_no_tables * 2 : 16;
+		void *p = realloc(g_tot.no_tables, ncap * sizeof(char *));
+		if (!p)
+			return -1;
+		g_tot.no_tables = p;
+		g_tot.cap_no_tables = ncap;
+	}
+	char *copy = strdup(path);
+	if (!copy)
+		return -1;
+	g_tot.no_tables[g_tot.nno_tables++] = copy;
+	return 0;
+}
+
+/* Check one ELF file: 0 clean, 1 errors found, 2 unreadable. QUIET_CLEAN:
+ * print no summary line for a file with no error or warning (directories). */
+static int check_file(const char *path, bool quiet_clean)
+{
+	struct val_static_opts o = { .size = sizeof(o) };
+	struct val_static_report r;
+	int err = val_static_check(path, &o, &r);
+	if (err) {
+		val_static_free(&r);
+		out_flush();
+		if (err == BK_E_UNSUPPORTED && quiet_clean) {
+			g_tot.unsupported++;
+			return 0;
+		}
+		cli_file_error(path, err);
+		g_tot.unreadable++;
+		return 2;
+	}
+	g_tot.elf_files++;
+	g_tot.fdes_eh += r.nfdes_eh;
+	g_tot.fdes_debug += r.nfdes_debug;
+	g_tot.exec_bytes += r.exec_bytes;
+	g_tot.covered_bytes += r.covered_bytes;
+	g_tot.padding_bytes += r.padding_bytes;
+	g_tot.gap_bytes += r.gap_bytes;
+	g_tot.relocatable += r.relocatable;
+	for (int k = 0; k < VS_NKINDS; k++)
+		for (int s = 0; s < VAL_SEV_N; s++)
+			g_tot.counts[k][s] += r.counts[k][s];
+	if (r.nerrors)
+		g_tot.files_with_errors++;
+	if (r.nwarnings)
+		g_tot.files_with_warnings++;
+	if (r.no_tables && note_no_tables(path) != 0) {
+		val_static_free(&r);
+		cli_error(path, "out of memory");
+		return 2;
+	}
+	for (size_t i = 0; i < r.nf; i++)
+		if (r.f[i].sev != VAL_SEV_INFO || g_opts->verbose || g_opts->json)
+			print_finding(path, &r.f[i]);
+	if (!quiet_clean || r.nerrors || r.nwarnings || g_opts->verbose || g_opts->json)
+		print_file_summary(path, &r);
+	int status = r.nerrors ? 1 : 0;
+	val_static_free(&r);
+	return status;
+}
+
+/* True the first time the file (device, inode) is seen. */
+static bool first_visit(const struct stat *st)
+{
+	if (g_tot.nseen * 2 >= g_tot.cap_seen) {
+		size_t ncap = g_tot.cap_seen ? g_tot.cap_seen * 2 : 1024;
+		void *p = calloc(ncap, sizeof(*g_tot.seen));
+		if (!p)
+			return true; /* checking twice is harmless */
+		struct seen *old = g_tot.seen;
+		size_t oldcap = g_tot.cap_seen;
+		g_tot.seen = p;
+		g_tot.cap_seen = ncap;
+		g_tot.nseen = 0;
+		for (size_t i = 0; i < oldcap; i++)
+			if (old[i].used) {
+				struct stat s2 = { .st_dev = old[i].dev, .st_ino = old[i].ino };
+				first_visit(&s2);
+			}
+		free(old);
+	}
+	size_t mask = g_tot.cap_seen - 1;
+	size_t i = (size_t)((uint64_t)st->st_ino * 0x9e3779b97f4a7c15u ^ (uint64_t)st->st_dev) & mask;
+	while (g_tot.seen[i].used) {
+		if (g_tot.seen[i].dev == st->st_dev && g_tot.seen[i].ino == st->st_ino)
+			return false;
+		i = (i + 1) & mask;
+	}
+	g_tot.seen[i].used = true;
+	g_tot.seen[i].dev = st->st_dev;
+	g_tot.seen[i].ino = st->st_ino;
+	g_tot.nseen++;
+	return true;
+}
+
+static bool has_elf_magic(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return true; /* let the check say why it cannot be read */
+	unsigned char m[4];
+	ssize_t n = read(fd, m, 4);
+	close(fd);
+	return n == 4 && m[0] == 0x7f && m[1] == 'E' && m[2] == 'L' && m[3] == 'F';
+}
+
+static int check_dir(const char *dir, unsigned depth);
+
+/* An entry found inside a directory. */
+static int check_entry(const char *path, unsigned depth)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0)
+		return 0; /* vanished meanwhile */
+	if (S_ISLNK(st.st_mode)) {
+		if (stat(path, &st) != 0)
+			return 0; /* dangling link */
+		if (S_ISDIR(st.st_mode)) {
+			g_tot.dir_links++;
+			return 0;
+		}
+	}
+	if (S_ISDIR(st.st_mode))
+		return check_dir(path, depth + 1);
+	if (!S_ISREG(st.st_mode)) {
+		g_tot.special++;
+		return 0;
+	}
+	if (!first_visit(&st)) {
+		g_tot.dup++;
+		return 0;
+	}
+	if (!has_elf_magic(path)) {
+		g_tot.nonelf++;
+		return 0;
+	}
+	return check_file(path, true);
+}
+
+static int check_dir(const char *dir, unsigned depth)
+{
+	if (depth > MAX_DEPTH) {
+		g_tot.too_deep++;
+		return 0;
+	}
+	struct dirent **names;
+	int n = scandir(dir, &names, NULL, alphasort);
+	if (n < 0) {
+		out_flush();
+		cli_error(dir, "cannot read directory: %s", strerror(errno));
+		g_tot.unreadable++;
+		return 2;
+	}
+	int status = 0;
+	size_t dlen = strlen(dir);
+	for (int i = 0; i < n; i++) {
+		const char *name = names[i]->d_name;
+		if (!strcmp(name, ".") || !strcmp(name, "..") || cli_interrupted) {
+			free(names[i]);
+			continue;
+		}
+		size_t len = dlen + strlen(name) + 2;
+		char *path = malloc(len);
+		if (path) {
+			snprintf(path, len, "%s%s%s", dir, dlen && dir[dlen - 1] == '/' ? "" : "/", name);
+			int s = check_entry(path, depth);
+			status = s > status ? s : status;
+			free(path);
+		}
+		free(names[i]);
+	}
+	free(names);
+	return status;
+}
+
+/* ---- Totals ------------------------------------------------------------- */
+
+static void print_totals(void)
+{
+	struct totals *t = &g_tot;
+	if (g_opts->json) {
+		out_fmt("{\"type\": \"total\", \"elf_files\": %zu, \"non_elf\": %zu, \"special\": %zu, "
+			"\"duplicates\": %zu, \"unreadable\": %zu, \"unsupported\": %zu, "
+			"\"relocatable\": %zu, \"no_tables\": %zu, \"fdes_eh_frame\": %" PRIu64
+			", \"fdes_debug_frame\": %" PRIu64 ", \"exec_bytes\": %" PRIu64
+			", \"covered_bytes\": %" PRIu64 ", \"padding_bytes\": %" PRIu64
+			", \"gap_bytes\": %" PRIu64 ", \"files_with_errors\": %zu, "
+			"\"files_with_warnings\": %zu, \"kinds\": {",
+			t->elf_files, t->nonelf, t->special, t->dup, t->unreadable, t->unsupported,
+			t->relocatable, t->nno_tables, t->fdes_eh, t->fdes_debug, t->exec_bytes,
+			t->covered_bytes, t->padding_bytes, t->gap_bytes, t->files_with_errors,
+			t->files_with_warnings);
+		for (int k = 0; k < VS_NKINDS; k++)
+			out_fmt("%s\"%s\": {\"error\": %zu, \"warning\": %zu, \"info\": %zu}",
+				k ? ", " : "", val_static_kind_name((enum val_static_kind)k),
+				t->counts[k][VAL_SEV_ERROR], t->counts[k][VAL_SEV_WARNING],
+				t->counts[k][VAL_SEV_INFO]);
+		out_s("}}\n");
+		return;
+	}
+	out_s("\n== backstep check: totals ==\n");
+	out_fmt("ELF files checked     %zu (%zu relocatable objects)\n", t->elf_files,
+		t->relocatable);
+	out_fmt("skipped               %zu non-ELF, %zu special files, %zu already seen (links), "
+		"%zu links to directories, %zu unsupported ELF\n", t->nonelf, t->special, t->dup,
+		t->dir_links, t->unsupported);
+	if (t->too_deep)
+		out_fmt("not entered           %zu directories nested deeper than %d\n", t->too_deep,
+			MAX_DEPTH);
+	out_fmt("unreadable ELF files  %zu\n", t->unreadable);
+	out_fmt("FDEs                  %" PRIu64 " (.eh_frame %" PRIu64 ", .debug_frame %" PRIu64
+		")\n", t->fdes_eh + t->fdes_debug, t->fdes_eh, t->fdes_debug);
+	if (t->exec_bytes)
+		out_fmt("executable bytes      %" PRIu64 ": %.3f%% covered, %" PRIu64
+			" padding, %" PRIu64 " in gaps\n", t->exec_bytes,
+			100.0 * (double)t->covered_bytes / (double)t->exec_bytes, t->padding_bytes,
+			t->gap_bytes);
+	out_fmt("files with errors     %zu; with warnings %zu\n", t->files_with_errors,
+		t->files_with_warnings);
+	out_fmt("no unwind tables      %zu file%s\n", t->nno_tables, t->nno_tables == 1 ? "" : "s");
+	for (size_t i = 0; i < t->nno_tables; i++)
+		out_fmt("  %s\n", t->no_tables[i]);
+	out_fmt("\n%-18s %9s %9s %9s\n", "kind", "errors", "warnings", "info");
+	size_t sum[VAL_SEV_N] = { 0 };
+	for (int k = 0; k < VS_NKINDS; k++) {
+		out_fmt("%-18s %9zu %9zu %9zu\n", val_static_kind_name((enum val_static_kind)k),
+			t->counts[k][VAL_SEV_ERROR], t->counts[k][VAL_SEV_WARNING],
+			t->counts[k][VAL_SEV_INFO]);
+		for (int s = 0; s < VAL_SEV_N; s++)
+			sum[s] += t->counts[k][s];
+	}
+	out_fmt("%-18s %9zu %9zu %9zu\n", "total", sum[VAL_SEV_ERROR], sum[VAL_SEV_WARNING],
+		sum[VAL_SEV_INFO]);
+}
+
+static const char usage_text[] = "usage: backstep check [--json] [-v] FILE|DIR...\n";
+
+int cmd_check(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct check_opts opts = { 0 };
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "jvh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'j': opts.json = true; break;
+		case 'v': opts.verbose = true; break;
+		case 'h': out_s(usage_text); out_flush(); return 0;
+		default: return 2;
+		}
+	}
+	if (optind >= argc) {
+		cli_error("check", "no file named (usage: backstep check [--json] [-v] FILE|DIR...)");
+		return 2;
+	}
+	g_opts = &opts;
+	int status = 0;
+	bool totals = argc - optind > 1;
+	for (int i = optind; i < argc; i++) {
+		const char *path = argv[i];
+		struct stat st;
+		int s;
+		if (stat(path, &st) != 0) {
+			cli_error(path, "%s", strerror(errno));
+			s = 2;
+		} else if (S_ISDIR(st.st_mode)) {
+			totals = true;
+			s = check_dir(path, 0);
+		} else if (!S_ISREG(st.st_mode)) {
+			cli_error(path, "not a regular file");
+			s = 2;
+		} else {
+			first_visit(&st);
+			s = check_file(path, false);
+		}
+		status = s > status ? s : status;
+	}
+	if (totals)
+		print_totals();
+	out_flush();
+	for (size_t i = 0; i < g_tot.nno_tables; i++)
+		free(g_tot.no_tables[i]);
+	free(g_tot.no_tables);
+	free(g_tot.seen);
+	return status;
+}
