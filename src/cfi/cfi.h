@@ -144,6 +144,11 @@ struct cfi_rule {
 struct cfi_row {
 	uint64_t loc, loc_end;  /* the row holds for loc <= pc < loc_end */
 	struct cfi_rule cfa;    /* BK_RULE_NONE until the program defines it */
+	/* The register+offset CFA rule in force before the CFA became an
+	 * expression (BK_RULE_NONE if none): a DW_CFA_def_cfa_register after
+	 * the expression takes its offset, as libgcc and gdb do. Not a rule of
+	 * the row: cfi_row_same_rules ignores it. */
+	struct cfi_rule cfa_before_expr;
 	uint8_t ra_sign_state;  /* AArch64 DW_CFA_AARCH64_negate_ra_state toggles */
 	uint64_t args_size;     /* DW_CFA_GNU_args_size */
 	uint16_t nrules;        /* rules below, ascending register number */
@@ -167,8 +172,12 @@ struct cfi_machine {
 	bool done;
 	unsigned depth;         /* remembered rows */
 	uint16_t pool_used;
+	/* Section offset of the first instruction accepted beyond the
+	 * standard (a def_cfa_register while the CFA is an expression), or 0. */
+	uint64_t nonstandard_at;
+	uint64_t insn_at;       /* section offset of the instruction being applied */
 	struct {
-		struct cfi_rule cfa;
+		struct cfi_rule cfa, cfa_before_expr;
 		uint8_t ra_sign_state;
 		uint16_t nrules;
 		uint16_t pool_off;

@@ -105,6 +105,7 @@ static int remember_state(struct cfi_machine *m)
 		return BK_E_LIMIT;
 	uint16_t n = m->row.nrules;
 	m->saved[m->depth].cfa = m->row.cfa;
+	m->saved[m->depth].cfa_before_expr = m->row.cfa_before_expr;
 	m->saved[m->depth].ra_sign_state = m->row.ra_sign_state;
 	m->saved[m->depth].nrules = n;
 	m->saved[m->depth].pool_off = m->pool_used;
@@ -122,6 +123,7 @@ static int restore_state(struct cfi_machine *m)
 	m->depth--;
 	uint16_t n = m->saved[m->depth].nrules, at = m->saved[m->depth].pool_off;
 	m->row.cfa = m->saved[m->depth].cfa;
+	m->row.cfa_before_expr = m->saved[m->depth].cfa_before_expr;
 	m->row.ra_sign_state = m->saved[m->depth].ra_sign_state;
 	m->row.nrules = n;
 	memcpy(m->row.regno, &m->pool_regno[at], n * sizeof(m->row.regno[0]));
@@ -204,7 +206,16 @@ static int apply(struct cfi_machine *m, const struct cfi_insn *in, bool in_cie, 
 		row->cfa = rule_of(BK_RULE_CFA_REG_OFFSET, in->s, in->reg);
 		return 0;
 	case DW_CFA_def_cfa_register:
-		/* Only meaningful while the CFA is register + offset. */
+		/* Only meaningful while the CFA is register + offset. After an
+		 * expression, libgcc and gdb take the offset the last
+		 * register+offset rule had; so do we (libgcrypt's assembly
+		 * relies on it), noting it in nonstandard_at. */
+		if (row->cfa.kind == BK_RULE_CFA_EXPRESSION &&
+		    row->cfa_before_expr.kind == BK_RULE_CFA_REG_OFFSET) {
+			row->cfa = row->cfa_before_expr;
+			if (!m->nonstandard_at)
+				m->nonstandard_at = m->insn_at;
+		}
 		if (row->cfa.kind != BK_RULE_CFA_REG_OFFSET)
 			return BK_CORRUPT;
 		row->cfa.reg = (uint16_t)in->reg;
@@ -216,6 +227,8 @@ static int apply(struct cfi_machine *m, const struct cfi_insn *in, bool in_cie, 
 		row->cfa.value = in->s;
 		return 0;
 	case DW_CFA_def_cfa_expression:
+		if (row->cfa.kind != BK_RULE_CFA_EXPRESSION)
+			row->cfa_before_expr = row->cfa;
 		row->cfa = rule_block(m, BK_RULE_CFA_EXPRESSION, in);
 		return 0;
 	case DW_CFA_GNU_window_save:
@@ -234,6 +247,7 @@ static int apply(struct cfi_machine *m, const struct cfi_insn *in, bool in_cie, 
 static int step(struct cfi_machine *m, struct buf *b, bool in_cie, bool *moved, uint64_t *new_loc)
 {
 	struct cfi_insn in;
+	m->insn_at = (uint64_t)(b->p - m->sec->data);
 	int err = cfi_decode_insn(b, m->sec, m->cie, m->fde, &in);
 	return err ? err : apply(m, &in, in_cie, moved, new_loc);
 }
@@ -247,6 +261,7 @@ int cfi_machine_init(struct cfi_machine *m, const struct cfi_section *sec,
 	m->done = false;
 	m->depth = 0;
 	m->pool_used = 0;
+	m->nonstandard_at = 0;
 	memset(&m->row, 0, sizeof(m->row));
 	m->row.loc = fde->pc_begin;
 

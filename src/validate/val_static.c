@@ -620,6 +620,14 @@ static void run_program(struct ctx *c, int k, const struct cfi_section *sec,
 	while ((err = cfi_machine_next(&m, &row)) == 1)
 		if (n++ == 0)
 			check_entry_row(c, k, cie, fde, &row);
+	if (m.nonstandard_at) {
+		struct where w = at_fde(k, fde->off, fde->pc_begin, fde->pc_end);
+		add(c, VAL_SEV_WARNING, VS_PROGRAM, &w,
+		    "DW_CFA_def_cfa_register at section offset 0x%" PRIx64 " while the CFA rule is "
+		    "an expression: DWARF 5 6.4.2.2 allows it only after a register+offset rule; "
+		    "unwound as libgcc and gdb do, with the last register+offset rule's offset",
+		    m.nonstandard_at);
+	}
 	if (err && !scan_reported) {
 		/* The machine stopped just past the failing instruction: find it. */
 		struct buf b = { fde->insns, fde->insns_end };
@@ -635,7 +643,7 @@ static void run_program(struct ctx *c, int k, const struct cfi_section *sec,
 		     in.opcode == DW_CFA_def_cfa_offset_sf) &&
 		    m.row.cfa.kind == BK_RULE_CFA_EXPRESSION)
 			why = " (the CFA rule is an expression: DWARF 5 6.4.2.2 allows this only "
-			      "after a register+offset rule; libgcc and gdb reuse the last offset)";
+			      "after a register+offset rule)";
 		struct where w = at_fde(k, fde->off, fde->pc_begin, fde->pc_end);
 		add(c, err == BK_E_LIMIT ? VAL_SEV_WARNING : VAL_SEV_ERROR, VS_PROGRAM, &w,
 		    "%s at section offset 0x%" PRIx64 " (pc 0x%" PRIx64 "): %s%s",
