@@ -83,7 +83,9 @@ int bk_space_symbolize(struct bk_space *s, uint64_t addr, struct bk_symbol *out,
 					     : uw_space_find(s, addr);
 	if (!m)
 		return 0;
-	const char *path = m->path;
+	/* The file the module's tables were read from: for a deleted file of
+	 * a live process that is /proc/PID/map_files/..., still readable. */
+	const char *path = m->elf && m->elf->ldr->path ? m->elf->ldr->path : m->path;
 	int64_t bias = m->bias;
 	char exe[4096];
 	if (s->local) {

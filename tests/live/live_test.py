@@ -575,8 +575,8 @@ def compare_names(tid, ours, theirs, ref, what):
         if a.pc != b.pc or not b.function:
             continue
         if not a.function and a.module and a.module.endswith(" (deleted)"):
-            # backstep-gap-deleted-library (README.md): symbols are read
-            # from files only; a deleted library's frames have none yet.
+            # backstep-gap-deleted-library (README.md): from a core, a
+            # deleted library's frames have no names yet.
             accept("backstep-gap-deleted-library",
                    f"{what}: thread {tid} frame #{i}: no name in deleted {a.module}")
             continue
@@ -654,6 +654,8 @@ def compare_lines(tid, ours, real, what):
     for i, (a, g) in enumerate(zip(ours, real)):
         if a.pc != g.pc or g.kind == "SIGTRAMP_FRAME" or not a.function:
             continue
+        if not g.function and not g.file:
+            continue  # gdb knows nothing of this code (gdb-deleted-library)
         n += 1
         check(same_line(a.file, a.line, g.file, g.line),
               f"{what}: thread {tid} frame #{i} ({a.pc:#x} {a.function}): backstep "
