@@ -102,7 +102,7 @@ int cli_print_stack(struct bk_space *space, const struct bk_regs *regs, const st
 		struct bk_module_info mi;
 		bool have_mod = bk_space_module_at(space, lookup, &mi) == 0;
 		struct bk_symbol syms[MAX_INLINE];
-		int nsym = bk_space_symbolize(space, lookup, syms, MAX_INLINE);
+		int nsym = o->no_symbols ? 0 : bk_space_symbolize(space, lookup, syms, MAX_INLINE);
 		if (nsym < 0)
 			nsym = 0;
 		const char *how = bk_how_name(bk_cursor_how(&c));
@@ -265,17 +265,19 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 	static const struct option longopts[] = {
 		{ "regs", no_argument, NULL, 'r' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "no-symbols", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int ch;
 	memset(o, 0, sizeof(*o));
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, stop_at_operand ? "+rjh" : "rjh", longopts, NULL)) !=
+	while ((ch = getopt_long(argc, argv, stop_at_operand ? "+rnjh" : "rnjh", longopts, NULL)) !=
 	       -1) {
 		switch (ch) {
 		case 'r': o->regs = true; break;
 		case 'j': o->json = true; break;
+		case 'n': o->no_symbols = true; break;
 		case 'h':
 			printf("usage: %s\n", usage);
 			return 0;

@@ -7,12 +7,15 @@
  * dropped. A signal that arrives while a thread is held is delivered again
  * at detach. tgt_close always detaches every thread it attached.
  *
- * Memory is read through a small cache of aligned blocks, so a walk costs a
- * few process_vm_readv calls per thread, not one per word.
+ * Memory is read through a small cache of blocks, so a walk costs a few
+ * process_vm_readv calls per thread, not one per word. A block is the
+ * aligned BLOCK_SIZE bytes around the address, cut to the mapping holding
+ * it: a read that starts in a guard page or a gap would fail as a whole.
  */
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,8 +32,8 @@
 #define MAX_THREADS 100000
 
 struct block {
-	uint64_t addr; /* BLOCK_SIZE-aligned; 0 = empty */
-	uint32_t len;  /* bytes readable from addr */
+	uint64_t addr; /* first byte held; 0 = empty */
+	uint32_t len;  /* bytes held from addr */
 	uint8_t data[BLOCK_SIZE];
 };
 
@@ -48,15 +51,22 @@ static int vm_read(int pid, uint64_t addr, void *dst, size_t len)
 	return n < 0 ? 0 : (int)n;
 }
 
-static struct block *fill_block(struct tgt *t, uint64_t base)
+/* Read the block holding ADDR into the next victim; NULL when unreadable. */
+static struct block *fill_block(struct tgt *t, uint64_t addr)
 {
 	struct ptrace_priv *p = t->priv;
+	uint64_t lo = addr & ~(uint64_t)(BLOCK_SIZE - 1), hi = lo + BLOCK_SIZE;
+	const struct tgt_mapping *m = tgt_mapping_at(t, addr);
+	if (m) {
+		lo = lo > m->start ? lo : m->start;
+		hi = hi < m->end && hi > lo ? hi : m->end;
+	}
 	struct block *b = &p->blocks[p->next_victim++ % NBLOCKS];
 	b->addr = 0;
-	int n = vm_read(t->pid, base, b->data, BLOCK_SIZE);
-	if (n <= 0)
+	int n = vm_read(t->pid, lo, b->data, (size_t)(hi - lo));
+	if (n <= 0 || addr - lo >= (uint64_t)n)
 		return NULL;
-	b->addr = base;
+	b->addr = lo;
 	b->len = (uint32_t)n;
 	return b;
 }
@@ -66,22 +76,20 @@ static int ptrace_read(struct tgt *t, uint64_t addr, void *dst, size_t len)
 	struct ptrace_priv *p = t->priv;
 	uint8_t *out = dst;
 	while (len) {
-		uint64_t base = addr & ~(uint64_t)(BLOCK_SIZE - 1);
 		struct block *b = NULL;
 		for (unsigned i = 0; i < NBLOCKS; i++)
-			if (p->blocks[i].addr == base && p->blocks[i].len) {
+			if (p->blocks[i].len && addr - p->blocks[i].addr < p->blocks[i].len) {
 				b = &p->blocks[i];
 				break;
 			}
-		if (!b)
-			b = fill_block(t, base);
-		uint64_t off = addr - base;
-		if (!b || off >= b->len) {
-			/* The block's start is unmapped or short: read exactly. */
+		if (!b && !(b = fill_block(t, addr))) {
+			/* Not readable as a block (a mapping the map does not show
+			 * yet, the vsyscall page): read exactly. */
 			int n = vm_read(t->pid, addr, out, len);
 			return (size_t)n == len ? 0 : BK_E_MEMORY;
 		}
-		size_t take = b->len - off < len ? b->len - off : len;
+		uint64_t off = addr - b->addr;
+		size_t take = b->len - off < len ? (size_t)(b->len - off) : len;
 		memcpy(out, b->data + off, take);
 		out += take;
 		addr += take;
@@ -127,12 +135,13 @@ static void read_comm(int pid, int tid, char name[16])
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
 	name[0] = 0;
-	FILE *f = fopen(path, "r");
-	if (!f)
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return;
-	if (fgets(name, 16, f))
-		name[strcspn(name, "\n")] = 0;
-	fclose(f);
+	ssize_t n = read(fd, name, 15);
+	close(fd);
+	name[n > 0 ? n : 0] = 0;
+	name[strcspn(name, "\n")] = 0;
 }
 
 static bool have_tid(const struct tgt *t, int tid)
@@ -143,17 +152,24 @@ static bool have_tid(const struct tgt *t, int tid)
 	return false;
 }
 
-/* Seize and stop one thread; false if it is gone. *SIG is a signal that
- * stopped it instead of our interrupt, to be delivered again at detach. */
-static bool seize(int tid, int *sig)
+/* Seize TID and ask it to stop; false if it is gone. */
+static bool seize_start(int tid)
 {
-	*sig = 0;
 	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0)
 		return false;
 	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0) {
 		ptrace(PTRACE_DETACH, tid, NULL, NULL);
 		return false;
 	}
+	return true;
+}
+
+/* Wait until seized TID has stopped; false if it exited meanwhile. *SIG is
+ * a signal that stopped it instead of our interrupt, to be delivered again
+ * at detach. */
+static bool seize_wait(int tid, int *sig)
+{
+	*sig = 0;
 	for (;;) {
 		int st;
 		pid_t r = waitpid(tid, &st, __WALL);
@@ -167,8 +183,9 @@ static bool seize(int tid, int *sig)
 	}
 }
 
-/* One pass over /proc/PID/task: seize every thread not yet held. Returns how
- * many were added, or a negative error. */
+/* One pass over /proc/PID/task: seize every thread not yet held. All are
+ * asked to stop first, then waited for, so they stop in parallel. Returns
+ * how many were added, or a negative error. */
 static int attach_pass(struct tgt *t, size_t *cap)
 {
 	struct ptrace_priv *p = t->priv;
@@ -177,7 +194,8 @@ static int attach_pass(struct tgt *t, size_t *cap)
 	DIR *d = opendir(path);
 	if (!d)
 		return errno == ENOENT ? BK_E_NOT_FOUND : BK_E_IO;
-	int added = 0;
+	size_t first = t->nthreads;
+	int err = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		int tid = atoi(de->d_name);
@@ -194,23 +212,33 @@ static int attach_pass(struct tgt *t, size_t *cap)
 			if (b)
 				p->resend_sig = b;
 			if (!a || !b) {
-				closedir(d);
-				return BK_E_NOMEM;
+				err = BK_E_NOMEM;
+				break;
 			}
 			*cap = ncap;
 		}
-		int sig;
-		if (!seize(tid, &sig))
+		if (!seize_start(tid))
 			continue;
 		struct tgt_thread *th = &t->threads[t->nthreads];
 		memset(th, 0, sizeof(*th));
 		th->tid = tid;
-		p->resend_sig[t->nthreads] = sig;
+		p->resend_sig[t->nthreads] = 0;
 		t->nthreads++;
-		added++;
 	}
 	closedir(d);
-	return added;
+	/* Every thread seized above is waited for, also on error: tgt_close
+	 * detaches what is in the list, and only a stopped thread detaches. */
+	size_t kept = first;
+	for (size_t i = first; i < t->nthreads; i++) {
+		int sig;
+		if (!seize_wait(t->threads[i].tid, &sig))
+			continue;
+		t->threads[kept] = t->threads[i];
+		p->resend_sig[kept] = sig;
+		kept++;
+	}
+	t->nthreads = kept;
+	return err ? err : (int)(kept - first);
 }
 
 int tgt_ptrace_attach(int pid, struct tgt **out)
@@ -301,18 +329,8 @@ int tgt_ptrace_adopt(int pid, const int *tids, size_t n, struct tgt **out)
 /* Is every byte of B in one mapping that cannot be written? */
 static bool block_read_only(const struct tgt *t, const struct block *b)
 {
-	size_t lo = 0, hi = t->nmaps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->maps[mid].start <= b->addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return false;
-	const struct tgt_mapping *m = &t->maps[lo - 1];
-	return !m->w && b->addr + b->len <= m->end;
+	const struct tgt_mapping *m = tgt_mapping_at(t, b->addr);
+	return m && !m->w && b->addr + b->len <= m->end;
 }
 
 void tgt_invalidate(struct tgt *t, bool all)

@@ -133,6 +133,8 @@ BK_HIDDEN int tgt_local_find_object(uint64_t addr, struct tgt_local_object *out)
 /* Read /proc/PID/maps into t->maps (shared by the live targets). */
 BK_HIDDEN int tgt_read_maps(struct tgt *t);
 BK_HIDDEN void tgt_free_maps(struct tgt *t);
+/* The mapping of t->maps (sorted, as /proc gives them) holding ADDR, or NULL. */
+BK_HIDDEN const struct tgt_mapping *tgt_mapping_at(const struct tgt *t, uint64_t addr);
 /* The hexadecimal mask on the line "KEY:" of /proc/PID/status (SigCgt,
  * SigIgn, ...), 0 when unreadable. */
 BK_HIDDEN uint64_t tgt_proc_status_mask(int pid, const char *key);

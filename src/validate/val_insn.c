@@ -10,12 +10,53 @@
  * code and are left as OTHER.
  */
 #include <capstone/capstone.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "val.h"
 
 #include "../base/base.h"
+
+/* Capstone, loaded on first use: the library of the ABI these headers
+ * describe (libcapstone.so.CS_API_MAJOR), else the development link. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+static struct {
+	bool tried, ok;
+	__typeof__(cs_open) *open;
+	__typeof__(cs_option) *option;
+	__typeof__(cs_malloc) *malloc;
+	__typeof__(cs_free) *free;
+	__typeof__(cs_close) *close;
+	__typeof__(cs_disasm_iter) *disasm_iter;
+	__typeof__(cs_insn_group) *insn_group;
+} cs;
+
+static bool load_capstone(void)
+{
+	if (cs.tried)
+		return cs.ok;
+	cs.tried = true;
+	void *h = dlopen("libcapstone.so." STR(CS_API_MAJOR), RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		h = dlopen("libcapstone.so", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return false;
+	/* POSIX: a function pointer round-trips through void *. */
+#define SYM(field, name) *(void **)&cs.field = dlsym(h, name)
+	SYM(open, "cs_open");
+	SYM(option, "cs_option");
+	SYM(malloc, "cs_malloc");
+	SYM(free, "cs_free");
+	SYM(close, "cs_close");
+	SYM(disasm_iter, "cs_disasm_iter");
+	SYM(insn_group, "cs_insn_group");
+#undef SYM
+	cs.ok = cs.open && cs.option && cs.malloc && cs.free && cs.close && cs.disasm_iter &&
+		cs.insn_group;
+	return cs.ok; /* the handle stays open: the functions are used to the end */
+}
 
 struct val_decoder {
 	csh cs;
@@ -24,17 +65,19 @@ struct val_decoder {
 
 int val_decoder_open(struct val_decoder **out)
 {
+	if (!load_capstone())
+		return BK_E_UNSUPPORTED;
 	struct val_decoder *d = base_calloc(1, sizeof(*d));
 	if (!d)
 		return BK_E_NOMEM;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->cs) != CS_ERR_OK) {
+	if (cs.open(CS_ARCH_X86, CS_MODE_64, &d->cs) != CS_ERR_OK) {
 		base_free(d);
 		return BK_E_UNSUPPORTED;
 	}
-	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
-	d->insn = cs_malloc(d->cs);
+	cs.option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
+	d->insn = cs.malloc(d->cs);
 	if (!d->insn) {
-		cs_close(&d->cs);
+		cs.close(&d->cs);
 		base_free(d);
 		return BK_E_NOMEM;
 	}
@@ -46,8 +89,8 @@ void val_decoder_close(struct val_decoder *d)
 {
 	if (!d)
 		return;
-	cs_free(d->insn, 1);
-	cs_close(&d->cs);
+	cs.free(d->insn, 1);
+	cs.close(&d->cs);
 	base_free(d);
 }
 
@@ -59,14 +102,14 @@ void val_decode(struct val_decoder *d, const uint8_t *bytes, size_t len, uint64_
 	out->pc = pc;
 	out->len = 1;
 	out->kind = VAL_INSN_UNKNOWN;
-	if (!len || !cs_disasm_iter(d->cs, &p, &len, &addr, d->insn))
+	if (!len || !cs.disasm_iter(d->cs, &p, &len, &addr, d->insn))
 		return;
 	cs_insn *i = d->insn;
 	out->len = (uint8_t)i->size;
 	out->kind = VAL_INSN_OTHER;
-	if (i->id == X86_INS_CALL && cs_insn_group(d->cs, i, CS_GRP_CALL))
+	if (i->id == X86_INS_CALL && cs.insn_group(d->cs, i, CS_GRP_CALL))
 		out->kind = VAL_INSN_CALL;
-	else if (i->id == X86_INS_RET && cs_insn_group(d->cs, i, CS_GRP_RET))
+	else if (i->id == X86_INS_RET && cs.insn_group(d->cs, i, CS_GRP_RET))
 		out->kind = VAL_INSN_RET;
 	else if (i->id == X86_INS_SYSCALL)
 		out->kind = VAL_INSN_SYSCALL;
@@ -77,7 +120,7 @@ void val_disasm(struct val_decoder *d, const uint8_t *bytes, size_t len, uint64_
 {
 	const uint8_t *p = bytes;
 	uint64_t addr = pc;
-	if (!len || !cs_disasm_iter(d->cs, &p, &len, &addr, d->insn)) {
+	if (!len || !cs.disasm_iter(d->cs, &p, &len, &addr, d->insn)) {
 		snprintf(buf, buflen, "(bad)");
 		return;
 	}

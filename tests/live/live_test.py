@@ -717,6 +717,16 @@ def case_pid(args, name, tmp):
             check(len(frames) > 1, f"thread {tid}: one frame only: {fmt(frames)}")
         print(f"{name}: backstep pid: {len(live)} threads, {nframes} frames")
 
+        # -n (no symbols): the same frames and modules, no names or lines.
+        bare = backstep_stacks(args.backstep, ["pid", "-n", "--json", str(pid)], "backstep pid -n")
+        for tid in sorted(live):
+            theirs = bare.get(tid, (None, [], None))[1]
+            check([(f.pc, f.how, f.module) for f in theirs] ==
+                  [(f.pc, f.how, f.module) for f in live[tid][1]],
+                  f"thread {tid}: `backstep pid -n` and `pid` walk differently")
+            check(not any(f.function or f.file for f in theirs),
+                  f"thread {tid}: `backstep pid -n` names frames")
+
         # The text form with registers: the same frames.
         bregs = backstep_regs(args.backstep, pid)
         for tid in sorted(live):
