@@ -301,6 +301,11 @@ BK_API int bk_target_attach(int pid, struct bk_target **out);
 BK_API int bk_target_open_core(const char *core, const char *exe, struct bk_target **out);
 /* Detach (the process runs on) and free. Always call it, also on error paths. */
 BK_API void bk_target_close(struct bk_target *t);
+/* Let an attached process run on now, keeping what was learned of it
+ * (threads, registers, modules, symbols): walk every thread first, release,
+ * then symbolize, and the process is stopped only for the walks. Memory
+ * reads fail afterwards (BK_E_MEMORY), so walks do. A no-op for a core. */
+BK_API void bk_target_release(struct bk_target *t);
 BK_API struct bk_space *bk_target_space(struct bk_target *t);
 
 struct bk_thread_info {

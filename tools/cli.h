@@ -29,8 +29,6 @@ struct cli_stack_opts {
 	bool no_symbols; /* -n: PCs and modules only, no names or lines */
 };
 extern volatile sig_atomic_t cli_interrupted;
-int cli_print_stack(struct bk_space *space, const struct bk_regs *regs,
-		    const struct cli_stack_opts *o);
 /* Every thread of a target and its stack; 0, or 1 if any walk failed. */
 int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o);
 /* The target's problem lines as "backstep: warning: ..." on stderr. */

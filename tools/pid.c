@@ -1,5 +1,6 @@
 /* backstep pid PID: every thread's stack of a running process. The process
- * is stopped with ptrace while it is read, and always detached and left
+ * is stopped with ptrace while its threads are walked, then released
+ * (cli_print_threads) before symbols are read, and always detached and left
  * running: also on error and on Ctrl-C (the walk checks a flag set by the
  * signal handler; detaching happens on the normal path out). */
 #include <getopt.h>

@@ -1,5 +1,6 @@
-/* Printing stacks: shared by `backstep pid`, `core` and `run`. One line per
- * source-level frame, gdb-like:
+/* Printing stacks: shared by `backstep pid`, `core` and `run`. Every thread
+ * is walked first (frames kept), the target released, then symbols looked
+ * up and the stacks printed. One line per source-level frame, gdb-like:
  *   #N  0xPC in FUNCTION+0xOFF (MODULE) at FILE:LINE [how]
  * with -r the recovered registers under each frame, with --json one object
  * per thread: {"tid", "name", "frames": [...]} and "error" when the
@@ -8,6 +9,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -21,16 +23,13 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-static void print_regs(struct bk_space *space, const struct bk_cursor *c)
+static void print_regs(struct bk_space *space, const struct bk_regs *regs)
 {
 	enum bk_arch arch = bk_space_arch(space);
-	struct bk_regs regs;
-	memset(&regs, 0, sizeof(regs));
-	bk_cursor_regs(c, &regs);
 	int col = 0;
 	for (unsigned r = 0; r < BK_MAX_REGS; r++) {
 		uint64_t v;
-		if (!bk_regs_get(&regs, r, &v))
+		if (!bk_regs_get(regs, r, &v))
 			continue;
 		const char *name = bk_reg_name(arch, r);
 		out_s(col == 0 ? "      " : "  ");
@@ -45,6 +44,77 @@ static void print_regs(struct bk_space *space, const struct bk_cursor *c)
 	if (col)
 		out_c('\n');
 }
+
+/* ---- Walking -------------------------------------------------------------- */
+
+/* What a walk learned of one frame: enough to print it after the process
+ * has been let go. */
+struct frame_rec {
+	uint64_t pc, lookup;
+	enum bk_frame_how how;
+};
+
+/* One thread's walk. */
+struct walk {
+	struct bk_thread_info info;
+	int terr;               /* why the thread's registers are unknown, or 0 */
+	int rc;                 /* the walk's final code (or why it never began) */
+	bool began;             /* the cursor was initialised */
+	struct frame_rec *f;
+	struct bk_regs *regs;   /* per frame, with -r */
+	size_t n, cap;
+};
+
+static bool walk_push(struct walk *w, const struct bk_cursor *c, bool with_regs)
+{
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 32;
+		struct frame_rec *f = realloc(w->f, cap * sizeof(*f));
+		if (!f)
+			return false;
+		w->f = f;
+		if (with_regs) {
+			struct bk_regs *r = realloc(w->regs, cap * sizeof(*r));
+			if (!r)
+				return false;
+			w->regs = r;
+		}
+		w->cap = cap;
+	}
+	struct frame_rec *f = &w->f[w->n];
+	f->pc = bk_cursor_pc(c);
+	f->lookup = bk_cursor_lookup_pc(c);
+	f->how = bk_cursor_how(c);
+	if (with_regs) {
+		memset(&w->regs[w->n], 0, sizeof(w->regs[w->n]));
+		bk_cursor_regs(c, &w->regs[w->n]);
+	}
+	w->n++;
+	return true;
+}
+
+/* Walk from REGS, keeping every frame in W. */
+static void walk_stack(struct bk_space *space, const struct bk_regs *regs, bool with_regs,
+		       struct walk *w)
+{
+	struct bk_cursor c;
+	w->rc = bk_cursor_init(&c, space, regs);
+	if (w->rc)
+		return;
+	w->began = true;
+	do {
+		if (!walk_push(w, &c, with_regs)) {
+			w->rc = BK_E_NOMEM;
+			return;
+		}
+		if (cli_interrupted) {
+			w->rc = BK_E_INVAL;
+			return;
+		}
+	} while ((w->rc = bk_cursor_step(&c)) == 1);
+}
+
+/* ---- Printing ------------------------------------------------------------- */
 
 #define MAX_INLINE 16
 
@@ -79,35 +149,33 @@ static void json_symbol_fields(const struct bk_symbol *sym, bool with_offset)
 	}
 }
 
-/* Walk from REGS and print every frame: one line per source-level frame,
+/* Print W's frames: one line per source-level frame,
  *   #N  0xPC in FUNCTION+0xOFF (MODULE) at FILE:LINE [how]
  * where calls inlined at the PC come first as frames of their own, tagged
- * [inlined] (as gdb numbers them). Returns the walk's final code. */
-int cli_print_stack(struct bk_space *space, const struct bk_regs *regs, const struct cli_stack_opts *o)
+ * [inlined] (as gdb numbers them). Symbols are looked up here, after the
+ * walk: the process may be running again. */
+static void print_walk(struct bk_space *space, const struct walk *w, const struct cli_stack_opts *o)
 {
-	struct bk_cursor c;
-	int rc = bk_cursor_init(&c, space, regs);
-	if (rc) {
+	if (!w->began) {
 		if (!o->json) {
 			out_s("    (no registers: ");
-			out_s(bk_strerror(rc));
+			out_s(bk_strerror(w->rc));
 			out_s(")\n");
 		}
-		return rc;
+		return;
 	}
-	bool first = true;
 	unsigned number = 0;
-	do {
-		uint64_t pc = bk_cursor_pc(&c), lookup = bk_cursor_lookup_pc(&c);
+	for (size_t k = 0; k < w->n; k++) {
+		uint64_t pc = w->f[k].pc, lookup = w->f[k].lookup;
 		struct bk_module_info mi;
 		bool have_mod = bk_space_module_at(space, lookup, &mi) == 0;
 		struct bk_symbol syms[MAX_INLINE];
 		int nsym = o->no_symbols ? 0 : bk_space_symbolize(space, lookup, syms, MAX_INLINE);
 		if (nsym < 0)
 			nsym = 0;
-		const char *how = bk_how_name(bk_cursor_how(&c));
+		const char *how = bk_how_name(w->f[k].how);
 		if (o->json) {
-			out_s(first ? "{" : ", {");
+			out_s(k == 0 ? "{" : ", {");
 			out_s("\"pc\": \"");
 			out_addr(pc);
 			out_s("\", \"how\": \"");
@@ -168,18 +236,14 @@ int cli_print_stack(struct bk_space *space, const struct bk_regs *regs, const st
 				number++;
 			}
 			if (o->regs)
-				print_regs(space, &c);
+				print_regs(space, &w->regs[k]);
 		}
-		first = false;
-		if (cli_interrupted)
-			return BK_E_INVAL;
-	} while ((rc = bk_cursor_step(&c)) == 1);
-	if (rc < 0 && !o->json) {
+	}
+	if (w->rc < 0 && !o->json) {
 		out_s("    (walk ended: ");
-		out_s(bk_strerror(rc));
+		out_s(bk_strerror(w->rc));
 		out_s(")\n");
 	}
-	return rc;
 }
 
 void cli_json_str(const char *s)
@@ -200,49 +264,65 @@ void cli_json_str(const char *s)
 	out_c('"');
 }
 
-/* Every thread of T: a header, then its stack. Returns 0, or 1 when a
- * thread's registers were unknown or a walk ended on an error. Stops early
- * (still closing the JSON) when cli_interrupted is set. */
+/* Every thread of T: a header, then its stack. Every thread is walked
+ * first, then T is released (a live process runs on), then the stacks are
+ * symbolized and printed: the process is stopped only for the walks.
+ * Returns 0, or 1 when a thread's registers were unknown or a walk ended on
+ * an error. Stops walking early when cli_interrupted is set. */
 int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
 {
 	int status = 0;
-	size_t n = bk_target_nthreads(t);
+	size_t n = bk_target_nthreads(t), walked = 0;
+	struct bk_space *space = bk_target_space(t);
+	struct walk *ws = calloc(n ? n : 1, sizeof(*ws));
+	if (!ws) {
+		bk_target_release(t);
+		fprintf(stderr, "backstep: out of memory\n");
+		return 1;
+	}
+	for (; walked < n && !cli_interrupted; walked++) {
+		struct walk *w = &ws[walked];
+		struct bk_regs regs;
+		int terr = bk_target_thread(t, walked, &w->info, &regs);
+		w->terr = terr;
+		if (terr)
+			w->rc = terr;
+		else
+			walk_stack(space, &regs, o->regs, w);
+	}
+	bk_target_release(t);
+
 	if (o->json)
 		out_s("[");
-	for (size_t i = 0; i < n && !cli_interrupted; i++) {
-		struct bk_thread_info info;
-		struct bk_regs regs;
-		int terr = bk_target_thread(t, i, &info, &regs);
+	for (size_t i = 0; i < walked; i++) {
+		const struct walk *w = &ws[i];
 		if (o->json) {
 			out_s(i ? ",\n{\"tid\": " : "{\"tid\": ");
-			out_u64((uint64_t)info.tid);
+			out_u64((uint64_t)w->info.tid);
 			out_s(", \"name\": ");
-			cli_json_str(info.name);
+			cli_json_str(w->info.name);
 			out_s(", \"frames\": [");
 		} else {
 			out_s(i ? "\nThread " : "Thread ");
-			out_u64((uint64_t)info.tid);
+			out_u64((uint64_t)w->info.tid);
 			out_s(" (");
-			out_s(info.name);
+			out_s(w->info.name);
 			out_s("):\n");
 		}
-		int rc = terr;
-		if (terr) {
-			if (!o->json) {
-				out_s("    (registers unavailable: ");
-				out_s(bk_strerror(terr));
-				out_s(")\n");
-			}
-		} else {
-			rc = cli_print_stack(bk_target_space(t), &regs, o);
+		if (w->terr && !o->json) {
+			out_s("    (registers unavailable: ");
+			out_s(bk_strerror(w->terr));
+			out_s(")\n");
+		} else if (!w->terr) {
+			print_walk(space, w, o);
 		}
-		if (rc < 0)
+		if (w->rc < 0)
 			status = 1;
 		if (o->json) {
 			out_s("]");
-			if (rc < 0) {
+			if (w->rc < 0) {
 				out_s(", \"error\": ");
-				cli_json_str(bk_strerror(rc));
+				cli_json_str(bk_strerror(w->rc));
 			}
 			out_s("}");
 		}
@@ -250,6 +330,11 @@ int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
 	if (o->json)
 		out_s("]\n");
 	out_flush();
+	for (size_t i = 0; i < n; i++) {
+		free(ws[i].f);
+		free(ws[i].regs);
+	}
+	free(ws);
 	return status;
 }
 

@@ -42,6 +42,7 @@ struct ptrace_priv {
 	unsigned next_victim;
 	int *resend_sig; /* per thread: signal to deliver at detach */
 	bool adopted;    /* the caller traces these threads: do not detach */
+	bool released;   /* detached already: no more reads */
 };
 
 static int vm_read(int pid, uint64_t addr, void *dst, size_t len)
@@ -75,6 +76,8 @@ static int ptrace_read(struct tgt *t, uint64_t addr, void *dst, size_t len)
 {
 	struct ptrace_priv *p = t->priv;
 	uint8_t *out = dst;
+	if (p->released)
+		return BK_E_MEMORY; /* the process runs: its memory is not the stack's */
 	while (len) {
 		struct block *b = NULL;
 		for (unsigned i = 0; i < NBLOCKS; i++)
@@ -98,13 +101,22 @@ static int ptrace_read(struct tgt *t, uint64_t addr, void *dst, size_t len)
 	return 0;
 }
 
+static void detach_all(struct tgt *t)
+{
+	struct ptrace_priv *p = t->priv;
+	if (!p || p->adopted || p->released)
+		return;
+	for (size_t i = 0; i < t->nthreads; i++) {
+		int sig = p->resend_sig ? p->resend_sig[i] : 0;
+		ptrace(PTRACE_DETACH, t->threads[i].tid, NULL, (void *)(uintptr_t)sig);
+	}
+	p->released = true;
+}
+
 static void ptrace_close(struct tgt *t)
 {
 	struct ptrace_priv *p = t->priv;
-	for (size_t i = 0; p && !p->adopted && i < t->nthreads; i++) {
-		int sig = p && p->resend_sig ? p->resend_sig[i] : 0;
-		ptrace(PTRACE_DETACH, t->threads[i].tid, NULL, (void *)(uintptr_t)sig);
-	}
+	detach_all(t);
 	if (p)
 		base_free(p->resend_sig);
 	base_free(p);
@@ -331,6 +343,12 @@ static bool block_read_only(const struct tgt *t, const struct block *b)
 {
 	const struct tgt_mapping *m = tgt_mapping_at(t, b->addr);
 	return m && !m->w && b->addr + b->len <= m->end;
+}
+
+void tgt_release(struct tgt *t)
+{
+	if (t && t->ops == &ptrace_ops)
+		detach_all(t);
 }
 
 void tgt_invalidate(struct tgt *t, bool all)

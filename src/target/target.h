@@ -100,6 +100,9 @@ BK_HIDDEN int tgt_read_mem(void *t, uint64_t addr, void *dst, size_t len);
 
 /* Detach (a live process runs on) and free. */
 BK_HIDDEN void tgt_close(struct tgt *t);
+/* A live target: detach now (the process runs on); reads fail from then
+ * on. Adopted threads and cores: nothing. */
+BK_HIDDEN void tgt_release(struct tgt *t);
 
 /* ---- This process (local.c): all AS-safe ---- */
 

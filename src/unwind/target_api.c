@@ -282,6 +282,12 @@ void bk_target_close(struct bk_target *bt)
 	base_free(bt);
 }
 
+void bk_target_release(struct bk_target *bt)
+{
+	if (bt)
+		tgt_release(bt->tgt);
+}
+
 struct bk_space *bk_target_space(struct bk_target *bt)
 {
 	return bt->space;
