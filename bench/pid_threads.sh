@@ -3,6 +3,8 @@
 # about 25 frames deep. Wall time, best of RUNS (and the median), of
 #   backstep pid PID          (text, with symbols, file:line, inlined frames)
 #   backstep pid --json PID
+#   backstep pid -n PID       (no symbols: the walk alone)
+#   backstep pid PID          with /usr/lib/debug hidden (no separate debug files)
 #   eu-stack -p PID           (with names)
 #   eu-stack -p PID -q        (-q: no names)
 #   gdb -batch -ex 'thread apply all bt' -p PID
@@ -144,6 +146,18 @@ PY
 printf "%10s %10s   %s\n" best median command
 best "$backstep" pid "$pid"
 best "$backstep" pid --json "$pid"
+# -n: the walk alone (attach, walk, detach, print PCs): about how long the
+# process is stopped in the runs above, which detach before reading symbols.
+best "$backstep" pid -n "$pid"
+# Without separate debug files (libc6-dbg): /usr/lib/debug hidden by an
+# empty directory in a private mount namespace (root, util-linux unshare).
+if [ -d /usr/lib/debug ] && command -v unshare >/dev/null; then
+	mkdir "$tmp/nodebug"
+	unshare -m sh -c 'mount --bind "$1" /usr/lib/debug && shift && "$@"' sh "$tmp/nodebug" \
+		bash -c "$(declare -f best); runs=$runs; best \"\$@\"" best \
+		"$backstep" pid "$pid" 2>/dev/null | sed 's/$/   (no \/usr\/lib\/debug)/' ||
+		echo "(unshare failed: no run without /usr/lib/debug)"
+fi
 best eu-stack -p "$pid"
 best eu-stack -p "$pid" -q
 best gdb -nx -batch -ex 'thread apply all bt' -p "$pid"
