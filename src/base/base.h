@@ -55,6 +55,37 @@ static inline uint64_t base_rd_le(const uint8_t *p, unsigned n)
 	return x;
 }
 
+/* ---- Sorted arrays -------------------------------------------------------- */
+
+/* In the N elements of STRIDE bytes at BASE, sorted by the uint64_t at byte
+ * KEY_OFF of each: how many have a key below KEY (OR_EQUAL: at most KEY).
+ * That count is the index of the first element whose key is at least (above)
+ * KEY, and the element before it, if any, the last one below (at most) KEY. */
+static inline size_t base_count_keys(const void *base, size_t n, size_t stride, size_t key_off,
+				     uint64_t key, bool or_equal)
+{
+	const uint8_t *b = base;
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t k;
+		memcpy(&k, b + mid * stride + key_off, sizeof(k));
+		if (k < key || (or_equal && k == key))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+/* The elements of array ARR (N of them, sorted by the uint64_t FIELD) whose
+ * FIELD is <= KEY, or < KEY. */
+#define BASE_COUNT_LE(arr, n, field, key)                                          \
+	base_count_keys((arr), (n), sizeof(*(arr)), offsetof(__typeof__(*(arr)), field), \
+			(key), true)
+#define BASE_COUNT_LT(arr, n, field, key)                                          \
+	base_count_keys((arr), (n), sizeof(*(arr)), offsetof(__typeof__(*(arr)), field), \
+			(key), false)
+
 /* ---- Files (cold) ------------------------------------------------------- */
 
 /* Map the regular file PATH read-only and private. Errors: BK_E_IO (cannot

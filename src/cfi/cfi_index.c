@@ -206,14 +206,7 @@ int cfi_table_find(const struct cfi_table *t, uint64_t pc, struct cfi_fde *fde,
 			return err;
 		fde_off = addr - t->sec.addr;
 	} else {
-		hi = t->nindex;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (t->index[mid].pc_begin <= pc)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		lo = BASE_COUNT_LE(t->index, t->nindex, pc_begin, pc);
 		if (lo == 0 || pc >= t->index[lo - 1].pc_end)
 			return BK_E_NOT_FOUND;
 		fde_off = t->index[lo - 1].fde_off;

@@ -463,14 +463,7 @@ void sym_get_stats(struct sym_file *f, struct sym_stats *out)
 /* Index of the symbol covering ADDR, or -1. */
 static ptrdiff_t find_symbol(const struct sym_file *f, uint64_t addr)
 {
-	size_t lo = 0, hi = f->nsyms; /* first start > addr */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (f->syms[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = BASE_COUNT_LE(f->syms, f->nsyms, start, addr); /* first start > addr */
 	/* The greatest start first; an earlier, longer symbol only if this one
 	 * ends before ADDR (a sized alias or label nested inside a function). */
 	for (size_t i = lo; i-- > 0 && f->sym_max_end[i] > addr;)
@@ -482,14 +475,7 @@ static ptrdiff_t find_symbol(const struct sym_file *f, uint64_t addr)
 /* The last row of LINES at or before ADDR (an end mark included), or NULL. */
 static const struct sym_line *last_row(const struct sym_line *lines, size_t n, uint64_t addr)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (lines[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = BASE_COUNT_LE(lines, n, addr, addr);
 	return lo ? &lines[lo - 1] : NULL;
 }
 
@@ -504,15 +490,7 @@ struct view {
 /* Number of ranges with low <= ADDR. */
 static size_t ranges_upto(const struct view *v, uint64_t addr)
 {
-	size_t lo = 0, hi = v->nranges;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v->ranges[mid].low <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return BASE_COUNT_LE(v->ranges, v->nranges, low, addr);
 }
 
 /* The deepest range covering ADDR, or NULL. */
@@ -549,15 +527,7 @@ static struct view cu_view(const struct sym_cu *u)
 static ptrdiff_t next_unit(const struct sym_file *f, uint64_t addr, size_t *i)
 {
 	if (*i == SIZE_MAX) {
-		size_t lo = 0, hi = f->ncu_ranges;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (f->cu_ranges[mid].low <= addr)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		*i = lo;
+		*i = BASE_COUNT_LE(f->cu_ranges, f->ncu_ranges, low, addr);
 	}
 	while (*i > 0 && f->cu_range_max_high[*i - 1] > addr) {
 		const struct sym_cu_range *r = &f->cu_ranges[--*i];

@@ -949,28 +949,14 @@ static bool read_aranges(struct sym_dwarf *d, int *err)
 static bool has_set(const struct sym_dwarf *d, uint64_t cu_off)
 {
 	const uint64_t *s = d->sets.p;
-	size_t lo = 0, hi = d->sets.n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s[mid] < cu_off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = base_count_keys(s, d->sets.n, sizeof(*s), 0, cu_off, false);
 	return lo < d->sets.n && s[lo] == cu_off;
 }
 
 /* Index of the unit whose header is at OFF, or -1. */
 static ptrdiff_t unit_at(const struct sym_file *f, uint64_t off)
 {
-	size_t lo = 0, hi = f->ncus;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (f->cus[mid].off < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = BASE_COUNT_LT(f->cus, f->ncus, off, off);
 	return lo < f->ncus && f->cus[lo].off == off ? (ptrdiff_t)lo : -1;
 }
 

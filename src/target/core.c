@@ -144,14 +144,7 @@ static bool note_owner_is(const struct note *n, const char *owner)
  * above ADDR (UINT64_MAX if none). */
 static const struct seg *seg_at(const struct core_priv *p, uint64_t addr, uint64_t *next)
 {
-	size_t lo = 0, hi = p->nsegs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->segs[mid].vaddr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = BASE_COUNT_LE(p->segs, p->nsegs, vaddr, addr);
 	*next = lo < p->nsegs ? p->segs[lo].vaddr : UINT64_MAX;
 	if (lo == 0 || addr >= p->segs[lo - 1].end)
 		return NULL;
@@ -161,17 +154,8 @@ static const struct seg *seg_at(const struct core_priv *p, uint64_t addr, uint64
 /* The index of the mapping containing ADDR, or -1. */
 static long map_at(const struct tgt *t, uint64_t addr)
 {
-	size_t lo = 0, hi = t->nmaps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->maps[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || addr >= t->maps[lo - 1].end)
-		return -1;
-	return (long)(lo - 1);
+	const struct tgt_mapping *m = tgt_mapping_at(t, addr);
+	return m ? (long)(m - t->maps) : -1;
 }
 
 /* Only the bytes the core holds; no file is consulted. */

@@ -84,14 +84,7 @@ uint64_t tgt_proc_status_mask(int pid, const char *key)
 
 const struct tgt_mapping *tgt_mapping_at(const struct tgt *t, uint64_t addr)
 {
-	size_t lo = 0, hi = t->nmaps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->maps[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = BASE_COUNT_LE(t->maps, t->nmaps, start, addr);
 	if (lo == 0 || addr >= t->maps[lo - 1].end)
 		return NULL;
 	return &t->maps[lo - 1];

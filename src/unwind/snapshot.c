@@ -11,14 +11,7 @@ struct snapshot {
 static int snapshot_read(void *ctx, uint64_t addr, void *dst, size_t len)
 {
 	const struct snapshot *sn = ctx;
-	size_t lo = 0, hi = sn->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (sn->r[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = BASE_COUNT_LE(sn->r, sn->n, addr, addr);
 	if (lo == 0)
 		return BK_E_MEMORY;
 	const struct bk_mem_region *r = &sn->r[lo - 1];

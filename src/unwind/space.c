@@ -149,14 +149,7 @@ int bk_space_add_module(struct bk_space *s, const struct bk_module_desc *d)
 
 const struct uw_module *uw_space_find(const struct bk_space *s, uint64_t pc)
 {
-	size_t lo = 0, hi = s->nmods;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->mods[mid].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = BASE_COUNT_LE(s->mods, s->nmods, start, pc);
 	if (lo == 0 || pc >= s->mods[lo - 1].end)
 		return NULL;
 	return &s->mods[lo - 1];

@@ -253,14 +253,7 @@ static size_t read_mem(int pid, uint64_t addr, void *dst, size_t len)
 
 static struct bp *find_bp(struct run *r, uint64_t addr)
 {
-	size_t lo = 0, hi = r->nbps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (r->bps[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = BASE_COUNT_LT(r->bps, r->nbps, addr, addr);
 	if (lo < r->nbps && r->bps[lo].addr == addr)
 		return &r->bps[lo];
 	for (size_t i = 0; i < r->nrbps; i++)
@@ -295,14 +288,7 @@ static void overlay(const struct run *r, uint64_t addr, void *buf, size_t len)
 {
 	uint8_t *p = buf;
 	uint64_t end = addr + len;
-	size_t lo = 0, hi = r->nbps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (r->bps[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = BASE_COUNT_LT(r->bps, r->nbps, addr, addr);
 	for (size_t i = lo; i < r->nbps && r->bps[i].addr < end; i++)
 		if (r->bps[i].inserted)
 			p[r->bps[i].addr - addr] = r->bps[i].orig;

@@ -127,14 +127,7 @@ static struct sym_symbol *find_sym(const struct ctx *c, uint64_t addr)
 	const struct sym_file *f = c->syms;
 	if (!f || !f->nsyms)
 		return NULL;
-	size_t lo = 0, hi = f->nsyms;
-	while (lo < hi) { /* first start > addr */
-		size_t mid = lo + (hi - lo) / 2;
-		if (f->syms[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = BASE_COUNT_LE(f->syms, f->nsyms, start, addr); /* first start > addr */
 	/* Walk back while an earlier symbol can still reach ADDR. */
 	for (size_t i = lo; i > 0 && f->sym_max_end[i - 1] > addr; i--)
 		if (f->syms[i - 1].end > addr)
@@ -148,14 +141,7 @@ static uint64_t next_sym_start(const struct ctx *c, uint64_t addr)
 	const struct sym_file *f = c->syms;
 	if (!f || !f->nsyms)
 		return UINT64_MAX;
-	size_t lo = 0, hi = f->nsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (f->syms[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = BASE_COUNT_LE(f->syms, f->nsyms, start, addr);
 	return lo < f->nsyms ? f->syms[lo].start : UINT64_MAX;
 }
 
@@ -168,14 +154,7 @@ static struct sym_symbol *sym_at(const struct ctx *c, uint64_t addr)
 
 static const struct region *region_of(const struct region *v, size_t n, uint64_t addr)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = BASE_COUNT_LE(v, n, lo, addr);
 	return lo && addr < v[lo - 1].hi ? &v[lo - 1] : NULL;
 }
 
@@ -761,14 +740,7 @@ static void walk_section(struct ctx *c, int k, const struct cfi_section *sec)
 
 static struct fde_rec *fde_by_off(struct fde_vec *v, uint64_t off)
 {
-	size_t lo = 0, hi = v->n; /* section order = offset order */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v->p[mid].off < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = BASE_COUNT_LT(v->p, v->n, off, off); /* section order = offset order */
 	return lo < v->n && v->p[lo].off == off ? &v->p[lo] : NULL;
 }
 

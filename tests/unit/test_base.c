@@ -153,8 +153,38 @@ static void test_alloc_funnel(void)
 	base_free(c);
 }
 
+/* base_count_keys: against a linear count, on every key around every
+ * element, duplicates included, for both comparisons; empty arrays. */
+static void test_count_keys(void)
+{
+	struct item {
+		uint32_t pad;
+		uint64_t key;
+		char tag;
+	} v[9] = { { 0, 3, 'a' }, { 0, 5, 'b' }, { 0, 5, 'c' }, { 0, 5, 'd' }, { 0, 9, 'e' },
+		   { 0, 12, 'f' }, { 0, 12, 'g' }, { 0, 100, 'h' }, { 0, UINT64_MAX, 'i' } };
+	for (size_t n = 0; n <= 9; n++) {
+		for (uint64_t k = 0; k < 110; k++) {
+			size_t le = 0, lt = 0;
+			for (size_t i = 0; i < n; i++) {
+				le += v[i].key <= k;
+				lt += v[i].key < k;
+			}
+			CHECK(BASE_COUNT_LE(v, n, key, k) == le && BASE_COUNT_LT(v, n, key, k) == lt,
+			      "count_keys n=%zu key=%" PRIu64, n, k);
+		}
+		CHECK(BASE_COUNT_LE(v, n, key, UINT64_MAX) == n, "n=%zu: all <= UINT64_MAX", n);
+		CHECK(BASE_COUNT_LT(v, n, key, UINT64_MAX) == (n == 9 ? 8 : n), "n=%zu: < max", n);
+	}
+	const uint64_t plain[4] = { 1, 2, 2, 7 };
+	CHECK(base_count_keys(plain, 4, sizeof(plain[0]), 0, 2, false) == 1 &&
+	      base_count_keys(plain, 4, sizeof(plain[0]), 0, 2, true) == 3, "a plain uint64_t array");
+	CHECK(base_count_keys(NULL, 0, 8, 0, 5, true) == 0, "an empty array");
+}
+
 int main(void)
 {
+	test_count_keys();
 	test_leb();
 	test_fixed();
 	test_arith();
