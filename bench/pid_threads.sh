@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Benchmark: every thread's stack of a live process, 64 threads each blocked
 # about 25 frames deep. Wall time, best of RUNS (and the median), of
-#   backstep pid PID          (text, with symbols, file:line, inlined frames)
+#   backstep pid PID          (text, with symbols, file:line, inlined frames;
+#                              the symbol memo warm after the first run)
+#   backstep pid --no-cache PID  (the same, reading symbols and DWARF each time)
 #   backstep pid --json PID
 #   backstep pid -n PID       (no symbols: the walk alone)
-#   backstep pid PID          with /usr/lib/debug hidden (no separate debug files)
+#   backstep pid --no-cache PID  with /usr/lib/debug hidden (no separate debug files)
 #   eu-stack -p PID           (with names)
 #   eu-stack -p PID -q        (-q: no names)
 #   gdb -batch -ex 'thread apply all bt' -p PID
@@ -144,7 +146,12 @@ print(f"{min(times) * 1000:10.2f} {statistics.median(times) * 1000:10.2f}   {sho
 PY
 }
 printf "%10s %10s   %s\n" best median command
+# The symbol memo (bk_space_set_symbol_cache) in a fresh directory: the
+# first run fills it, the others answer from it; --no-cache reads the
+# symbol tables and DWARF every time.
+export BACKSTEP_CACHE_DIR="$tmp/symbol-cache"
 best "$backstep" pid "$pid"
+best "$backstep" pid --no-cache "$pid"
 best "$backstep" pid --json "$pid"
 # -n: the walk alone (attach, walk, detach, print PCs): about how long the
 # process is stopped in the runs above, which detach before reading symbols.
@@ -155,7 +162,7 @@ if [ -d /usr/lib/debug ] && command -v unshare >/dev/null; then
 	mkdir "$tmp/nodebug"
 	unshare -m sh -c 'mount --bind "$1" /usr/lib/debug && shift && "$@"' sh "$tmp/nodebug" \
 		bash -c "$(declare -f best); runs=$runs; best \"\$@\"" best \
-		"$backstep" pid "$pid" 2>/dev/null | sed 's/$/   (no \/usr\/lib\/debug)/' ||
+		"$backstep" pid --no-cache "$pid" 2>/dev/null | sed 's/$/   (no \/usr\/lib\/debug)/' ||
 		echo "(unshare failed: no run without /usr/lib/debug)"
 fi
 best eu-stack -p "$pid"

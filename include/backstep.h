@@ -365,6 +365,14 @@ struct bk_symbol {
  * not AS-safe; calls on one space must not overlap. */
 BK_API int bk_space_symbolize(struct bk_space *space, uint64_t addr, struct bk_symbol *out,
 			      int max);
+/* Keep what bk_space_symbolize answers in directory DIR (it must exist),
+ * one file per build-id, and answer from there first: a later process
+ * naming the same addresses of the same files reads no symbol table or
+ * DWARF. The answer is reused only for the very same inputs (this build of
+ * backstep, the file and its separate debug file unchanged); a damaged
+ * cache file is never trusted. NULL or "": no cache (the default). Not for
+ * a space of this process. Errors: BK_E_INVAL, BK_E_NOMEM. */
+BK_API int bk_space_set_symbol_cache(struct bk_space *space, const char *dir);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,7 @@ struct cli_stack_opts {
 	bool regs; /* -r: registers under each frame */
 	bool json;
 	bool no_symbols; /* -n: PCs and modules only, no names or lines */
+	bool no_cache;   /* --no-cache: no symbol memo on disk */
 };
 extern volatile sig_atomic_t cli_interrupted;
 /* Every thread of a target and its stack; 0, or 1 if any walk failed. */
@@ -34,7 +35,7 @@ int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o);
 /* The target's problem lines as "backstep: warning: ..." on stderr. */
 void cli_print_problems(const struct bk_target *t);
 void cli_json_str(const char *s);
-/* Parse -r/--regs, -n/--no-symbols, --json, -h/--help for pid, core and run: the index of the
+/* Parse -r/--regs, -n/--no-symbols, --no-cache, --json, -h/--help for pid, core and run: the index of the
  * first operand; 0 after printing USAGE for --help; -2 on a bad option.
  * STOP_AT_OPERAND: the operands are a command line of their own (run). */
 int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_operand,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "out.h"
@@ -264,6 +265,44 @@ void cli_json_str(const char *s)
 	out_c('"');
 }
 
+/* mkdir -p DIR (mode 0700 for what is made); false if it is not a directory
+ * in the end. */
+static bool make_dirs(char *dir)
+{
+	for (char *p = dir + 1;; p++) {
+		if (*p != '/' && *p)
+			continue;
+		char c = *p;
+		*p = 0;
+		mkdir(dir, 0700);
+		*p = c;
+		if (!c)
+			break;
+	}
+	struct stat st;
+	return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The symbol memo's directory (bk_space_set_symbol_cache): $BACKSTEP_CACHE_DIR
+ * (empty: none), else $XDG_CACHE_HOME/backstep/symbols, else
+ * ~/.cache/backstep/symbols; created if missing. */
+static void use_symbol_cache(struct bk_space *space)
+{
+	char dir[4096];
+	const char *env = getenv("BACKSTEP_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	if (env)
+		snprintf(dir, sizeof(dir), "%s", env);
+	else if (xdg && xdg[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/backstep/symbols", xdg);
+	else if (home && home[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/.cache/backstep/symbols", home);
+	else
+		return;
+	if (dir[0] && make_dirs(dir))
+		bk_space_set_symbol_cache(space, dir);
+}
+
 /* Every thread of T: a header, then its stack. Every thread is walked
  * first, then T is released (a live process runs on), then the stacks are
  * symbolized and printed: the process is stopped only for the walks.
@@ -291,6 +330,8 @@ int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
 			walk_stack(space, &regs, o->regs, w);
 	}
 	bk_target_release(t);
+	if (!o->no_symbols && !o->no_cache)
+		use_symbol_cache(space);
 
 	if (o->json)
 		out_s("[");
@@ -351,6 +392,7 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 		{ "regs", no_argument, NULL, 'r' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "no-symbols", no_argument, NULL, 'n' },
+		{ "no-cache", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -363,6 +405,7 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 		case 'r': o->regs = true; break;
 		case 'j': o->json = true; break;
 		case 'n': o->no_symbols = true; break;
+		case 'C': o->no_cache = true; break;
 		case 'h':
 			printf("usage: %s\n", usage);
 			return 0;

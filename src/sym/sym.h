@@ -242,6 +242,24 @@ BK_HIDDEN void sym_vec_free(struct sym_vec *v);
  * 0 or BK_E_NOMEM. */
 BK_HIDDEN int sym_cu_finish(struct sym_cu *cu);
 
+/* ---- The symbol memo on disk (sym_cache.c) ---- */
+
+/* What bk_space_symbolize answered per address of one file, kept in DIR
+ * per build-id. SIG names the inputs (file identities, see sym_cache.c).
+ * NULL when there is no memo to be had: lookups are then just not
+ * memoized. */
+struct sym_memo;
+BK_HIDDEN struct sym_memo *sym_memo_open(const char *dir, const uint8_t *build_id, size_t id_len,
+					 const char *sig);
+/* The answer recorded for ADDR (link-time): how many frames (0: nothing is
+ * known there), or -1 when there is none. */
+BK_HIDDEN int sym_memo_get(struct sym_memo *m, uint64_t addr, struct bk_symbol *out, int max);
+/* Record the N frames (at most 16) answered for ADDR: kept for this run and
+ * appended to the file. The strings must outlive M. */
+BK_HIDDEN void sym_memo_put(struct sym_memo *m, uint64_t addr, const struct bk_symbol *frames,
+			    int n);
+BK_HIDDEN void sym_memo_close(struct sym_memo *m);
+
 /* An ELF file opened with libelf (ELF_C_READ_MMAP), for symbol tables and
  * raw section bytes. */
 struct sym_inflated;

@@ -10,6 +10,7 @@
  * space must not overlap (the table is not locked).
  */
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sym.h"
@@ -20,38 +21,65 @@
 struct sym_entry {
 	char *path;
 	int64_t bias;
-	struct sym_file *file; /* NULL: opening failed, do not retry */
+	bool opened, memo_tried;
+	struct sym_file *file; /* NULL: not opened yet, or opening failed */
+	struct sym_memo *memo; /* NULL: no memo for this file */
 };
 
 struct sym_state {
 	struct sym_entry *e;
 	size_t n, cap;
+	char *cache_dir;       /* bk_space_set_symbol_cache; NULL: no memo */
 };
 
 static void state_free(void *p)
 {
 	struct sym_state *st = p;
 	for (size_t i = 0; i < st->n; i++) {
+		sym_memo_close(st->e[i].memo); /* before the file its strings are in */
 		sym_close(st->e[i].file);
 		base_free(st->e[i].path);
 	}
 	base_free(st->e);
+	base_free(st->cache_dir);
 	base_free(st);
 }
 
-static struct sym_file *file_for(struct bk_space *s, const char *path, int64_t bias)
+static struct sym_state *state_of(struct bk_space *s)
 {
-	struct sym_state *st = s->sym_state;
-	if (!st) {
-		st = base_calloc(1, sizeof(*st));
+	if (!s->sym_state) {
+		struct sym_state *st = base_calloc(1, sizeof(*st));
 		if (!st)
 			return NULL;
 		s->sym_state = st;
 		s->sym_state_free = state_free;
 	}
+	return s->sym_state;
+}
+
+int bk_space_set_symbol_cache(struct bk_space *s, const char *dir)
+{
+	if (!s)
+		return BK_E_INVAL;
+	struct sym_state *st = state_of(s);
+	if (!st)
+		return BK_E_NOMEM;
+	char *copy = NULL;
+	if (dir && dir[0] && !(copy = base_strdup(dir)))
+		return BK_E_NOMEM;
+	base_free(st->cache_dir);
+	st->cache_dir = copy;
+	return 0;
+}
+
+static struct sym_entry *entry_for(struct bk_space *s, const char *path, int64_t bias)
+{
+	struct sym_state *st = state_of(s);
+	if (!st)
+		return NULL;
 	for (size_t i = 0; i < st->n; i++)
 		if (st->e[i].bias == bias && strcmp(st->e[i].path, path) == 0)
-			return st->e[i].file;
+			return &st->e[i];
 	if (st->n == st->cap) {
 		size_t ncap = st->cap ? st->cap * 2 : 16;
 		void *p = base_realloc(st->e, ncap * sizeof(*st->e));
@@ -60,16 +88,53 @@ static struct sym_file *file_for(struct bk_space *s, const char *path, int64_t b
 		st->e = p;
 		st->cap = ncap;
 	}
-	size_t len = strlen(path) + 1;
-	char *copy = base_alloc(len);
+	char *copy = base_strdup(path);
 	if (!copy)
 		return NULL;
-	memcpy(copy, path, len);
-	struct sym_file *f = NULL;
-	if (sym_open(path, NULL, &f) != 0)
-		f = NULL;
-	st->e[st->n++] = (struct sym_entry){ copy, bias, f };
-	return f;
+	st->e[st->n] = (struct sym_entry){ .path = copy, .bias = bias };
+	return &st->e[st->n++];
+}
+
+static struct sym_file *file_of(struct sym_entry *e)
+{
+	if (!e->opened) {
+		e->opened = true;
+		if (sym_open(e->path, NULL, &e->file) != 0)
+			e->file = NULL;
+	}
+	return e->file;
+}
+
+/* " dev:ino:size:mtime" of PATH, appended to SIG; "-" when it cannot be
+ * stat'ed. */
+static void add_identity(char *sig, size_t len, const char *path)
+{
+	struct stat st;
+	size_t k = strlen(sig);
+	if (path && stat(path, &st) == 0)
+		snprintf(sig + k, len - k, " %llx:%llx:%llx:%lld.%09ld", (unsigned long long)st.st_dev,
+			 (unsigned long long)st.st_ino, (unsigned long long)st.st_size,
+			 (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+	else
+		snprintf(sig + k, len - k, " -");
+}
+
+/* The memo of module M's file at PATH, when the space keeps one. */
+static struct sym_memo *memo_of(struct bk_space *s, struct sym_entry *e, const struct uw_module *m,
+				const char *path)
+{
+	struct sym_state *st = s->sym_state;
+	if (e->memo_tried || !st || !st->cache_dir)
+		return e->memo;
+	e->memo_tried = true;
+	const struct ldr_elf *l = m->elf ? m->elf->ldr : NULL;
+	if (!l || !l->build_id_len || !l->path)
+		return NULL; /* a memory image: no file to name the inputs by */
+	char sig[256] = "";
+	add_identity(sig, sizeof(sig), path);
+	add_identity(sig, sizeof(sig), m->debug ? m->debug->ldr->path : NULL);
+	e->memo = sym_memo_open(st->cache_dir, l->build_id, l->build_id_len, sig);
+	return e->memo;
 }
 
 int bk_space_symbolize(struct bk_space *s, uint64_t addr, struct bk_symbol *out, int max)
@@ -105,18 +170,32 @@ int bk_space_symbolize(struct bk_space *s, uint64_t addr, struct bk_symbol *out,
 	}
 	if (!path[0] || path[0] == '[')
 		return 0; /* the vDSO and anonymous code: no file */
-	struct sym_file *f = file_for(s, path, bias);
+	struct sym_entry *e = entry_for(s, path, bias);
+	if (!e)
+		return 0;
+	uint64_t link = addr - (uint64_t)bias;
+	struct sym_memo *memo = s->local ? NULL : memo_of(s, e, m, path);
+	int n = sym_memo_get(memo, link, out, max);
+	if (n >= 0)
+		return n;
+	struct sym_file *f = file_of(e);
 	if (!f)
 		return 0;
+	/* The whole answer (for the memo), then what the caller has room for. */
 	struct sym_frame frames[16];
-	int n = sym_lookup(f, addr - (uint64_t)bias, frames, max < 16 ? max : 16);
+	struct bk_symbol all[16];
+	n = sym_lookup(f, link, frames, 16);
 	for (int i = 0; i < n; i++) {
-		out[i].function = frames[i].function ? frames[i].function : frames[i].symbol;
-		out[i].offset = frames[i].offset;
-		out[i].file = frames[i].file;
-		out[i].line = frames[i].line;
-		out[i].column = frames[i].column;
-		out[i].inlined = frames[i].inlined;
+		all[i].function = frames[i].function ? frames[i].function : frames[i].symbol;
+		all[i].offset = frames[i].offset;
+		all[i].file = frames[i].file;
+		all[i].line = frames[i].line;
+		all[i].column = frames[i].column;
+		all[i].inlined = frames[i].inlined;
 	}
+	if (n >= 0)
+		sym_memo_put(memo, link, all, n);
+	n = n < max ? n : max;
+	memcpy(out, all, (size_t)(n > 0 ? n : 0) * sizeof(*out));
 	return n;
 }

@@ -2,7 +2,9 @@
  * in a known chain of calls, walk its thread, release it (it runs on, and
  * answers), symbolize the frames afterwards, and see walks fail once it is
  * released. Errors: a pid that is not a process, a pid of nobody. */
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -113,6 +115,51 @@ int main(void)
 		      frames_name(s, lookups, n, "target_middle") &&
 		      frames_name(s, lookups, n, "target_outer") && frames_name(s, lookups, n, "main"),
 		      "the frames are named after the release");
+
+		/* The symbol memo: a second space over the same process with the
+		 * same cache directory answers exactly the same, from the files
+		 * the first one wrote (one per build-id). */
+		char cache[64];
+		snprintf(cache, sizeof(cache), "/tmp/bk_test_target_XXXXXX");
+		CHECK(mkdtemp(cache) != NULL, "a cache directory");
+		CHECK_INT(bk_space_set_symbol_cache(s, cache), 0, "set the cache");
+		struct bk_target *t2 = NULL;
+		CHECK_INT(bk_target_attach(child, &t2), 0, "attach again");
+		int same = 0;
+		if (t2) {
+			struct bk_space *s2 = bk_target_space(t2);
+			bk_target_release(t2);
+			CHECK_INT(bk_space_set_symbol_cache(s2, cache), 0, "the same cache");
+			for (int i = 0; i < n; i++) {
+				struct bk_symbol a[8], b[8];
+				int na = bk_space_symbolize(s, lookups[i], a, 8);
+				int nb = bk_space_symbolize(s2, lookups[i], b, 8);
+				bool eq = na == nb;
+				for (int j = 0; eq && j < na; j++)
+					eq = a[j].offset == b[j].offset && a[j].line == b[j].line &&
+					     a[j].inlined == b[j].inlined &&
+					     !strcmp(a[j].function ? a[j].function : "",
+						     b[j].function ? b[j].function : "") &&
+					     !strcmp(a[j].file ? a[j].file : "", b[j].file ? b[j].file : "");
+				same += eq;
+			}
+			bk_target_close(t2);
+		}
+		CHECK(same == n, "%d of %d frames named the same from the cache", same, n);
+		DIR *d = opendir(cache);
+		int files = 0;
+		for (struct dirent *de; d && (de = readdir(d));)
+			if (strstr(de->d_name, ".sym")) {
+				char p[512];
+				snprintf(p, sizeof(p), "%s/%s", cache, de->d_name);
+				files++;
+				unlink(p);
+			}
+		if (d)
+			closedir(d);
+		rmdir(cache);
+		CHECK(files >= 2, "%d cache files (the test program, libc)", files);
+		CHECK_INT(bk_space_set_symbol_cache(NULL, cache), BK_E_INVAL, "no space");
 
 		/* Its memory is no longer the stack that was stopped: a walk
 		 * from the kept registers fails at its first memory read. */
