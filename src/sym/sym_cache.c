@@ -21,7 +21,8 @@
  * is not the expected one is replaced, as a whole, by a new one (rename).
  * Records are read with the bounded reader and their checksums checked: a
  * torn or damaged record (two writers, a crash, a disk error) is skipped,
- * never trusted; the rest of the file is still used. The memo only ever
+ * never trusted; the rest of the file is still used. A file that is not
+ * ours or that others may write is not read. The memo only ever
  * answers with what a lookup once answered for the same inputs.
  *
  * Cold, like everything in src/sym; not for signal handlers.
@@ -173,6 +174,13 @@ static void load_records(struct sym_memo *m, size_t start, size_t len)
 	}
 }
 
+/* A cache file we may believe: a regular file of ours that nobody else can
+ * write (BACKSTEP_CACHE_DIR may name a shared directory). */
+static bool trusted(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_uid == geteuid() && !(st->st_mode & 022);
+}
+
 /* The file at PATH if its header is HEADER: read whole into m->image. */
 static void load(struct sym_memo *m)
 {
@@ -181,7 +189,7 @@ static void load(struct sym_memo *m)
 		return;
 	struct stat st;
 	size_t hlen = strlen(m->header);
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= hlen &&
+	if (fstat(fd, &st) == 0 && trusted(&st) && (uint64_t)st.st_size >= hlen &&
 	    (uint64_t)st.st_size <= MEMO_MAX_FILE && (m->image = base_alloc((size_t)st.st_size))) {
 		size_t len = (size_t)st.st_size, got = 0;
 		while (got < len) {
@@ -312,7 +320,9 @@ static int append_fd(struct sym_memo *m)
 	if (fd >= 0) {
 		size_t hlen = strlen(m->header);
 		char *h = base_alloc(hlen);
-		bool ours = h && pread(fd, h, hlen, 0) == (ssize_t)hlen && !memcmp(h, m->header, hlen);
+		struct stat st;
+		bool ours = h && fstat(fd, &st) == 0 && trusted(&st) &&
+			    pread(fd, h, hlen, 0) == (ssize_t)hlen && !memcmp(h, m->header, hlen);
 		base_free(h);
 		if (ours)
 			return fd;

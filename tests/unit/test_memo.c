@@ -128,6 +128,19 @@ int main(void)
 	CHECK_INT(answers(m), 0, "the old signature's file was replaced");
 	sym_memo_close(m);
 
+	/* A file others may write is not believed (nor appended to). */
+	m = sym_memo_open(dir, id, sizeof(id), "sig-1");
+	put_all(m);
+	sym_memo_close(m);
+	chmod(file, 0666);
+	m = sym_memo_open(dir, id, sizeof(id), "sig-1");
+	CHECK_INT(answers(m), 0, "a world-writable file is ignored");
+	sym_memo_close(m);
+	chmod(file, 0600);
+	m = sym_memo_open(dir, id, sizeof(id), "sig-1");
+	CHECK_INT(answers(m), 1, "the same file, ours alone again");
+	sym_memo_close(m);
+
 	/* Damage: every byte flipped in turn, every length cut. Each answer is
 	 * the one put or none, never another. */
 	unlink(file);
