@@ -8,9 +8,11 @@
  * and program headers are). Bytes the image lacks (gaps, pages a core left
  * out) are zeros; the caller says which pages those are, and an image that
  * lacks any byte of its unwind tables is refused (tables read from zeros
- * would be wrong, not absent). A section header table outside every segment was never
- * loaded: the rebuilt file has none, and the loader finds .eh_frame through
- * PT_GNU_EH_FRAME (the vDSO maps its section headers and keeps them).
+ * would be wrong, not absent). A section header table outside every
+ * segment was never loaded: the rebuilt file has none, and the loader finds
+ * .eh_frame through PT_GNU_EH_FRAME. The vDSO is one segment from file
+ * offset 0 mapped whole, section headers included: its image is taken as
+ * the file itself.
  */
 #include <elf.h>
 #include <stddef.h>
@@ -95,7 +97,12 @@ int ldr_open_loaded(const void *image, size_t len, const bool *absent, size_t pa
 	if (err)
 		return err;
 
-	uint64_t size = 0;
+	/* One segment from file offset 0 (the vDSO): the kernel maps whole
+	 * pages of the file, so the image is the file's first LEN bytes,
+	 * section headers included when they lie within. */
+	bool whole = phdrs->nsegs == 1 && phdrs->segs[0].file_off == 0 &&
+		     phdrs->segs[0].vaddr == phdrs->min_vaddr;
+	uint64_t size = whole ? len : 0;
 	for (size_t i = 0; i < phdrs->nsegs; i++) {
 		const struct ldr_segment *sg = &phdrs->segs[i];
 		if (sg->file_off + sg->filesz > size)
@@ -122,6 +129,10 @@ int ldr_open_loaded(const void *image, size_t len, const bool *absent, size_t pa
 		if (sh_len && sh_start >= sg->file_off && sh_start - sg->file_off <= sg->filesz &&
 		    sh_len <= sg->filesz - (sh_start - sg->file_off))
 			keep_sections = true;
+	}
+	if (whole) {
+		memcpy(file, img, (size_t)size);
+		keep_sections = sh_len && sh_start <= size && sh_len <= size - sh_start;
 	}
 	/* The headers come from the first segment (file offset 0); say what
 	 * the section table is as the rules above decided. */

@@ -878,3 +878,10 @@ int ldr_open_debug_file(const struct ldr_elf *elf, const char *debug_root, struc
 		return err;
 	return debug_by_link(elf, root, out);
 }
+
+void ldr_bytes(const struct ldr_elf *elf, const uint8_t **data, size_t *len)
+{
+	const struct ldr_priv *pv = elf->priv;
+	*data = pv->image;
+	*len = pv->image_len;
+}

@@ -86,6 +86,10 @@ BK_HIDDEN int ldr_open_loaded(const void *image, size_t len, const bool *absent,
  * mapped at RUNTIME_BASE (for ET_EXEC mapped at its link address: 0). */
 BK_HIDDEN int64_t ldr_load_bias(const struct ldr_elf *elf, uint64_t runtime_base);
 
+/* The bytes of the file as opened (mapped, or the copy of a memory image);
+ * valid until ldr_close. */
+BK_HIDDEN void ldr_bytes(const struct ldr_elf *elf, const uint8_t **data, size_t *len);
+
 /* Read LEN bytes at link-time address VADDR from the file's PT_LOAD contents
  * (bytes past p_filesz inside p_memsz read as zero); BK_E_MEMORY if not
  * mapped. Used for DW_EH_PE_indirect when dumping files. */

@@ -331,7 +331,10 @@ static int code_ranges(const struct ldr_elf *main, uint64_t (**segs)[2], struct 
 	return 0;
 }
 
-static int open_all(struct sym_file *f, const char *path, const char *debug_path)
+/* Open PATH, or when PATH is NULL the ELF file IMAGE (LEN bytes; its
+ * symbol tables only: DWARF is read by path). */
+static int open_all(struct sym_file *f, const char *path, const void *image, size_t len,
+		    const char *debug_path)
 {
 	struct ldr_elf *main = NULL, *dbg = NULL;
 	struct sym_elf me = { .fd = -1 }, de = { .fd = -1 };
@@ -340,7 +343,7 @@ static int open_all(struct sym_file *f, const char *path, const char *debug_path
 
 	/* The loader validates the ELF headers before libelf or libdwarf sees
 	 * the file, and gives the precise open error. */
-	int err = ldr_open_path(path, &main);
+	int err = path ? ldr_open_path(path, &main) : ldr_open_memory(image, len, &main);
 	if (err)
 		goto out;
 	if (debug_path) {
@@ -348,11 +351,18 @@ static int open_all(struct sym_file *f, const char *path, const char *debug_path
 		if (err)
 			goto out;
 	}
-	err = sym_elf_open(path, &me);
+	if (path) {
+		err = sym_elf_open(path, &me);
+	} else {
+		const uint8_t *bytes;
+		size_t n;
+		ldr_bytes(main, &bytes, &n); /* the loader's copy: alive until the end */
+		err = sym_elf_open_memory(bytes, n, &me);
+	}
 	if (err)
 		goto out;
 	bool main_symtab = has_section(&me, ".symtab");
-	bool main_dwarf = has_section(&me, ".debug_info");
+	bool main_dwarf = path && has_section(&me, ".debug_info");
 	if (!dbg && (!main_symtab || !main_dwarf)) {
 		err = ldr_open_debug_file(main, NULL, &dbg);
 		if (err == BK_E_NOT_FOUND)
@@ -401,13 +411,9 @@ out:
 	return err;
 }
 
-int sym_open(const char *path, const char *debug_path, struct sym_file **out)
+static int open_file(const char *path, const void *image, size_t len, const char *debug_path,
+		     struct sym_file **out)
 {
-	if (!out)
-		return BK_E_INVAL;
-	*out = NULL;
-	if (!path)
-		return BK_E_INVAL;
 	struct sym_file *f = base_calloc(1, sizeof(*f));
 	if (!f)
 		return BK_E_NOMEM;
@@ -416,13 +422,33 @@ int sym_open(const char *path, const char *debug_path, struct sym_file **out)
 		return BK_E_NOMEM;
 	}
 	f->files.elem = sizeof(const char *);
-	int err = open_all(f, path, debug_path);
+	int err = open_all(f, path, image, len, debug_path);
 	if (err) {
 		sym_close(f);
 		return err;
 	}
 	*out = f;
 	return 0;
+}
+
+int sym_open(const char *path, const char *debug_path, struct sym_file **out)
+{
+	if (!out)
+		return BK_E_INVAL;
+	*out = NULL;
+	if (!path)
+		return BK_E_INVAL;
+	return open_file(path, NULL, 0, debug_path, out);
+}
+
+int sym_open_memory(const void *image, size_t len, struct sym_file **out)
+{
+	if (!out)
+		return BK_E_INVAL;
+	*out = NULL;
+	if (!image)
+		return BK_E_INVAL;
+	return open_file(NULL, image, len, NULL, out);
 }
 
 void sym_close(struct sym_file *f)

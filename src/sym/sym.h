@@ -62,6 +62,10 @@ struct sym_frame {
  * BK_E_NOMEM. Damaged DWARF is not an error: what cannot be read is left
  * out (see sym_stats), at open or when a lookup first reads it. */
 BK_HIDDEN int sym_open(const char *path, const char *debug_path, struct sym_file **out);
+/* Open the ELF file whose bytes are IMAGE (LEN; copied): a module read from
+ * a target's memory, such as the vDSO. Its symbol tables by section
+ * headers; its separate debug file by build-id. */
+BK_HIDDEN int sym_open_memory(const void *image, size_t len, struct sym_file **out);
 BK_HIDDEN void sym_close(struct sym_file *f);
 
 /* Describe ADDR: up to MAX frames, innermost first. For an address inside
@@ -273,6 +277,9 @@ struct sym_elf {
 	struct sym_inflated *inflated; /* sections inflated so far (sym_elf.c) */
 };
 BK_HIDDEN int sym_elf_open(const char *path, struct sym_elf *out);
+/* The same over an ELF file's bytes in memory (read, never written; they
+ * must outlive OUT). */
+BK_HIDDEN int sym_elf_open_memory(const void *image, size_t len, struct sym_elf *out);
 BK_HIDDEN void sym_elf_close(struct sym_elf *e);
 /* Whether section NAME (or .zNAME) has contents; *COMPRESSED: stored compressed. */
 BK_HIDDEN bool sym_elf_has(struct sym_elf *e, const char *name, bool *compressed);

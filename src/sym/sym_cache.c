@@ -283,7 +283,8 @@ int sym_memo_get(struct sym_memo *m, uint64_t addr, struct bk_symbol *out, int m
 	if (!e)
 		return -1;
 	int n = e->n < max ? e->n : max;
-	memcpy(out, e->frames, (size_t)n * sizeof(*out));
+	if (n > 0)
+		memcpy(out, e->frames, (size_t)n * sizeof(*out));
 	return n;
 }
 

@@ -64,6 +64,30 @@ int sym_elf_open(const char *path, struct sym_elf *out)
 	return 0;
 }
 
+int sym_elf_open_memory(const void *image, size_t len, struct sym_elf *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->fd = -1;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return BK_E_UNSUPPORTED;
+	/* ELF_C_READ on memory: libelf reads the buffer, never writes it. */
+	Elf *elf = elf_memory((char *)(uintptr_t)image, len);
+	GElf_Ehdr eh;
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {
+		if (elf)
+			elf_end(elf);
+		return BK_E_NOT_ELF;
+	}
+	if (elf_getshdrstrndx(elf, &out->shstrndx) != 0)
+		out->shstrndx = 0;
+	out->elf = elf;
+	out->machine = eh.e_machine;
+	out->type = eh.e_type;
+	out->is64 = eh.e_ident[EI_CLASS] == ELFCLASS64;
+	out->msb = eh.e_ident[EI_DATA] == ELFDATA2MSB;
+	return 0;
+}
+
 void sym_elf_close(struct sym_elf *e)
 {
 	while (e->inflated) {

@@ -95,11 +95,22 @@ static struct sym_entry *entry_for(struct bk_space *s, const char *path, int64_t
 	return &st->e[st->n++];
 }
 
-static struct sym_file *file_of(struct sym_entry *e)
+/* E's symbols: from its file, or (FROM_MEMORY) from the image the unwinder
+ * read of module M. */
+static struct sym_file *file_of(struct sym_entry *e, const struct uw_module *m, bool from_memory)
 {
 	if (!e->opened) {
 		e->opened = true;
-		if (sym_open(e->path, NULL, &e->file) != 0)
+		int err;
+		if (from_memory) {
+			const uint8_t *bytes;
+			size_t len;
+			ldr_bytes(m->elf->ldr, &bytes, &len);
+			err = sym_open_memory(bytes, len, &e->file);
+		} else {
+			err = sym_open(e->path, NULL, &e->file);
+		}
+		if (err)
 			e->file = NULL;
 	}
 	return e->file;
@@ -168,8 +179,12 @@ int bk_space_symbolize(struct bk_space *s, uint64_t addr, struct bk_symbol *out,
 			path = exe;
 		}
 	}
-	if (!path[0] || path[0] == '[')
-		return 0; /* the vDSO and anonymous code: no file */
+	/* The vDSO, and a library whose file is gone, were read from the
+	 * target's memory: their symbols come from there too (the vDSO keeps
+	 * its section headers; a library's image has none, so no names). */
+	bool from_memory = !s->local && m->elf && !m->elf->ldr->path;
+	if (!path[0] || (path[0] == '[' && !from_memory))
+		return 0; /* anonymous code: no file */
 	struct sym_entry *e = entry_for(s, path, bias);
 	if (!e)
 		return 0;
@@ -178,7 +193,7 @@ int bk_space_symbolize(struct bk_space *s, uint64_t addr, struct bk_symbol *out,
 	int n = sym_memo_get(memo, link, out, max);
 	if (n >= 0)
 		return n;
-	struct sym_file *f = file_of(e);
+	struct sym_file *f = file_of(e, m, from_memory);
 	if (!f)
 		return 0;
 	/* The whole answer (for the memo), then what the caller has room for. */

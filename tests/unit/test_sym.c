@@ -15,10 +15,12 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "loader/loader.h"
 #include "sym/sym.h"
 
 static char tmp[64];
@@ -799,6 +801,81 @@ static void test_dynsym_only(void)
 	CHECK_INT(sym_lookup(f, 0, fr, 2), 0, "address 0: nothing");
 	CHECK_INT(sym_lookup(f, UINT64_MAX - 5, fr, 2), 0, "high address: nothing");
 	sym_close(f);
+}
+
+/* sym_open_memory: a file's bytes give the answers its path gives (the
+ * stripped library: .dynsym); this process's vDSO, laid out by
+ * ldr_open_loaded from its mapping, names its functions. */
+static void test_memory_image(void)
+{
+	size_t len = 0;
+	uint8_t *bytes = slurp(tpath("nodebug/libt.so"), &len);
+	struct sym_file *a = NULL, *b = NULL;
+	CHECK(bytes && sym_open(tpath("nodebug/libt.so"), NULL, &a) == 0 &&
+	      sym_open_memory(bytes, len, &b) == 0, "open by path and from memory");
+	free(bytes); /* copied */
+	if (a && b) {
+		CHECK(a->nsyms > 0 && a->nsyms == b->nsyms, "the same symbols: %zu, %zu", a->nsyms,
+		      b->nsyms);
+		int same = 0;
+		for (size_t i = 0; i < a->nsyms && i < b->nsyms; i++) {
+			struct sym_frame fa[4], fb[4];
+			uint64_t at = a->syms[i].start + (a->syms[i].end - a->syms[i].start) / 2;
+			int na = sym_lookup(a, at, fa, 4), nb = sym_lookup(b, at, fb, 4);
+			same += na == nb && na == 1 && !strcmp(fa[0].function, fb[0].function) &&
+				fa[0].offset == fb[0].offset;
+		}
+		CHECK((size_t)same == a->nsyms, "%d of %zu lookups the same", same, a->nsyms);
+	}
+	sym_close(a);
+	sym_close(b);
+	CHECK_INT(sym_open_memory(NULL, 10, &b), BK_E_INVAL, "no image");
+	uint8_t junk[64] = { 0 };
+	CHECK(sym_open_memory(junk, sizeof(junk), &b) != 0 && !b, "not ELF");
+
+	/* The vDSO: one segment from offset 0, its section headers in the
+	 * mapping but past p_filesz. */
+	uint64_t lo = getauxval(AT_SYSINFO_EHDR), hi = 0;
+	FILE *maps = fopen("/proc/self/maps", "r");
+	char line[512];
+	while (maps && fgets(line, sizeof(line), maps))
+		if (strstr(line, "[vdso]")) {
+			unsigned long long x, y;
+			if (sscanf(line, "%llx-%llx", &x, &y) == 2 && x == lo)
+				hi = y;
+		}
+	if (maps)
+		fclose(maps);
+	if (!lo || !hi) {
+		printf("SKIP: no vDSO mapping\n");
+		return;
+	}
+	struct ldr_elf *img = NULL;
+	CHECK_INT(ldr_open_loaded((const void *)(uintptr_t)lo, hi - lo, NULL, 0, &img), 0,
+		  "the vDSO's image opens");
+	if (!img)
+		return;
+	CHECK(img->eh_frame.present && img->eh_frame_hdr.present, "its unwind sections");
+	const uint8_t *file;
+	size_t flen;
+	ldr_bytes(img, &file, &flen);
+	CHECK(flen == hi - lo && !memcmp(file, (const void *)(uintptr_t)lo, flen),
+	      "the vDSO's image is its file");
+	struct sym_file *v = NULL;
+	CHECK_INT(sym_open_memory(file, flen, &v), 0, "its symbols open");
+	const char *found = NULL;
+	for (size_t i = 0; v && i < v->nsyms && !found; i++) {
+		if (!strstr(v->syms[i].name, "clock_gettime"))
+			continue;
+		struct sym_frame fr[2];
+		uint64_t at = v->syms[i].start + (v->syms[i].end - v->syms[i].start) / 2;
+		if (sym_lookup(v, at, fr, 2) == 1 && fr[0].function &&
+		    strstr(fr[0].function, "clock_gettime"))
+			found = fr[0].function;
+	}
+	CHECK(found != NULL, "the vDSO names clock_gettime (%zu symbols)", v ? v->nsyms : 0);
+	sym_close(v);
+	ldr_close(img);
 }
 
 /* The DWARF 5 default file register (sym_line.c): a header function whose
@@ -1741,6 +1818,7 @@ int main(int argc, char **argv)
 	test_default_file();
 	test_deep_nesting();
 	test_dynsym_only();
+	test_memory_image();
 	if (have_gcc5) {
 		test_lookup_args();
 		test_cold();
