@@ -34,23 +34,16 @@ struct sym_inflated {
 	int err;               /* 0, or why it failed (not tried again) */
 };
 
-int sym_elf_open(const char *path, struct sym_elf *out)
+/* Take ELF (libelf's handle of FD, or of memory when FD is -1) into OUT
+ * if it is an ELF file; else end it (and close FD). */
+static int adopt(Elf *elf, int fd, struct sym_elf *out)
 {
-	memset(out, 0, sizeof(*out));
-	out->fd = -1;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return BK_E_UNSUPPORTED;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return BK_E_IO;
-	/* Compressed sections are inflated into our own buffers
-	 * (sym_elf_section): libelf never modifies the mapping. */
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	GElf_Ehdr eh;
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {
 		if (elf)
 			elf_end(elf);
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return BK_E_NOT_ELF;
 	}
 	if (elf_getshdrstrndx(elf, &out->shstrndx) != 0)
@@ -64,6 +57,20 @@ int sym_elf_open(const char *path, struct sym_elf *out)
 	return 0;
 }
 
+int sym_elf_open(const char *path, struct sym_elf *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->fd = -1;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return BK_E_UNSUPPORTED;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return BK_E_IO;
+	/* Compressed sections are inflated into our own buffers
+	 * (sym_elf_section): libelf never modifies the mapping. */
+	return adopt(elf_begin(fd, ELF_C_READ_MMAP, NULL), fd, out);
+}
+
 int sym_elf_open_memory(const void *image, size_t len, struct sym_elf *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -71,21 +78,7 @@ int sym_elf_open_memory(const void *image, size_t len, struct sym_elf *out)
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return BK_E_UNSUPPORTED;
 	/* ELF_C_READ on memory: libelf reads the buffer, never writes it. */
-	Elf *elf = elf_memory((char *)(uintptr_t)image, len);
-	GElf_Ehdr eh;
-	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {
-		if (elf)
-			elf_end(elf);
-		return BK_E_NOT_ELF;
-	}
-	if (elf_getshdrstrndx(elf, &out->shstrndx) != 0)
-		out->shstrndx = 0;
-	out->elf = elf;
-	out->machine = eh.e_machine;
-	out->type = eh.e_type;
-	out->is64 = eh.e_ident[EI_CLASS] == ELFCLASS64;
-	out->msb = eh.e_ident[EI_DATA] == ELFDATA2MSB;
-	return 0;
+	return adopt(elf_memory((char *)(uintptr_t)image, len), -1, out);
 }
 
 void sym_elf_close(struct sym_elf *e)
