@@ -28,9 +28,13 @@ struct cli_stack_opts {
 	bool json;
 	bool no_symbols; /* -n: PCs and modules only, no names or lines */
 	bool no_cache;   /* --no-cache: no symbol memo on disk */
+	int pid;         /* the live process walked (pid), or 0 */
 };
 extern volatile sig_atomic_t cli_interrupted;
-/* Every thread of a target and its stack; 0, or 1 if any walk failed. */
+/* Whether process PID is dead (gone, or a zombie). */
+bool cli_process_gone(int pid);
+/* Every thread of a target and its stack; 0, or 1 if any walk failed, or
+ * 2 if o->pid is set and that process died during the walks. */
 int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o);
 /* The target's problem lines as "backstep: warning: ..." on stderr. */
 void cli_print_problems(const struct bk_target *t);

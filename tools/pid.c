@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "out.h"
@@ -54,12 +55,25 @@ int cmd_pid(int argc, char **argv)
 			cli_error(arg, "%s", bk_strerror(err));
 		return 1;
 	}
+	/* For the tests: the process dies right after the attach, as if killed
+	 * while it was being walked (there is no other way to time that); the
+	 * walks start once its memory is gone. */
+	if (getenv("BACKSTEP_TEST_KILL_AFTER_ATTACH")) {
+		kill((pid_t)pid, SIGKILL);
+		for (int i = 0; i < 2000 && !cli_process_gone((int)pid); i++)
+			usleep(1000);
+	}
 	cli_print_problems(t);
+	o.pid = (int)pid;
 	int status = cli_print_threads(t, &o);
 	bk_target_close(t);
 	if (cli_interrupted) {
 		cli_error(arg, "interrupted; detached");
 		return 130;
+	}
+	if (status == 2) {
+		cli_error(arg, "the process exited while it was being walked");
+		return 1;
 	}
 	return status;
 }

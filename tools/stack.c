@@ -5,6 +5,7 @@
  * with -r the recovered registers under each frame, with --json one object
  * per thread: {"tid", "name", "frames": [...]} and "error" when the
  * registers were unknown or the walk ended on an error. */
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "out.h"
@@ -265,6 +267,23 @@ void cli_json_str(const char *s)
 	out_c('"');
 }
 
+/* Whether process PID is dead (gone, or a zombie: killed while stopped). */
+bool cli_process_gone(int pid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')'); /* the state follows the name */
+	return p && (p[2] == 'Z' || p[2] == 'X');
+}
+
 /* mkdir -p DIR (mode 0700 for what is made); false if it is not a directory
  * in the end. */
 static bool make_dirs(char *dir)
@@ -307,7 +326,8 @@ static void use_symbol_cache(struct bk_space *space)
  * first, then T is released (a live process runs on), then the stacks are
  * symbolized and printed: the process is stopped only for the walks.
  * Returns 0, or 1 when a thread's registers were unknown or a walk ended on
- * an error. Stops walking early when cli_interrupted is set. */
+ * an error, 2 when O->pid died meanwhile (killed: its memory went away
+ * under the walks). Stops walking early when cli_interrupted is set. */
 int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
 {
 	int status = 0;
@@ -329,6 +349,10 @@ int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
 		else
 			walk_stack(space, &regs, o->regs, w);
 	}
+	bool failed = false;
+	for (size_t i = 0; i < walked; i++)
+		failed |= ws[i].rc < 0;
+	bool gone = failed && o->pid > 0 && cli_process_gone(o->pid);
 	bk_target_release(t);
 	if (!o->no_symbols && !o->no_cache)
 		use_symbol_cache(space);
@@ -376,7 +400,7 @@ int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
 		free(ws[i].regs);
 	}
 	free(ws);
-	return status;
+	return gone ? 2 : status;
 }
 
 void cli_print_problems(const struct bk_target *t)

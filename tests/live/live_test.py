@@ -778,6 +778,15 @@ def case_pid(args, name, tmp):
         if not check(g.returncode == 0 and os.path.exists(core),
                      f"gcore failed: {g.stdout[-1000:]} {g.stderr[-1000:]}"):
             return
+
+        # Last, as it kills the process: killed while being walked (the CLI's
+        # test hook sends SIGKILL right after the attach), one line says so.
+        p = run([args.backstep, "pid", str(pid)],
+                env=dict(os.environ, BACKSTEP_TEST_KILL_AFTER_ATTACH="1"))
+        check(p.returncode == 1 and p.stderr.splitlines()[-1:] ==
+              [f"backstep: {pid}: the process exited while it was being walked"] and
+              p.stdout.startswith("Thread "),
+              f"killed during the walk: exit {p.returncode}, stderr {p.stderr[-500:]!r}")
     finally:
         prog.kill()
 
