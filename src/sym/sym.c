@@ -334,7 +334,7 @@ static int code_ranges(const struct ldr_elf *main, uint64_t (**segs)[2], struct 
 /* Open PATH, or when PATH is NULL the ELF file IMAGE (LEN bytes; its
  * symbol tables only: DWARF is read by path). */
 static int open_all(struct sym_file *f, const char *path, const void *image, size_t len,
-		    const char *debug_path)
+		    int64_t bias, const char *debug_path)
 {
 	struct ldr_elf *main = NULL, *dbg = NULL;
 	struct sym_elf me = { .fd = -1 }, de = { .fd = -1 };
@@ -391,6 +391,11 @@ static int open_all(struct sym_file *f, const char *path, const void *image, siz
 		if (f->nsyms)
 			f->stats.symbol_source = i == 2 ? 3 : e == &me ? 1 : 2;
 	}
+	if (!err && !f->nsyms && !path) { /* an image without section headers */
+		err = sym_dyn_symbols(f, main, bias);
+		if (f->nsyms)
+			f->stats.symbol_source = 3;
+	}
 	f->stats.symbols = f->nsyms;
 	if (err)
 		goto out;
@@ -411,8 +416,8 @@ out:
 	return err;
 }
 
-static int open_file(const char *path, const void *image, size_t len, const char *debug_path,
-		     struct sym_file **out)
+static int open_file(const char *path, const void *image, size_t len, int64_t bias,
+		     const char *debug_path, struct sym_file **out)
 {
 	struct sym_file *f = base_calloc(1, sizeof(*f));
 	if (!f)
@@ -422,7 +427,7 @@ static int open_file(const char *path, const void *image, size_t len, const char
 		return BK_E_NOMEM;
 	}
 	f->files.elem = sizeof(const char *);
-	int err = open_all(f, path, image, len, debug_path);
+	int err = open_all(f, path, image, len, bias, debug_path);
 	if (err) {
 		sym_close(f);
 		return err;
@@ -438,17 +443,17 @@ int sym_open(const char *path, const char *debug_path, struct sym_file **out)
 	*out = NULL;
 	if (!path)
 		return BK_E_INVAL;
-	return open_file(path, NULL, 0, debug_path, out);
+	return open_file(path, NULL, 0, 0, debug_path, out);
 }
 
-int sym_open_memory(const void *image, size_t len, struct sym_file **out)
+int sym_open_memory(const void *image, size_t len, int64_t bias, struct sym_file **out)
 {
 	if (!out)
 		return BK_E_INVAL;
 	*out = NULL;
 	if (!image)
 		return BK_E_INVAL;
-	return open_file(NULL, image, len, NULL, out);
+	return open_file(NULL, image, len, bias, NULL, out);
 }
 
 void sym_close(struct sym_file *f)

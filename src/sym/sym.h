@@ -63,9 +63,11 @@ struct sym_frame {
  * out (see sym_stats), at open or when a lookup first reads it. */
 BK_HIDDEN int sym_open(const char *path, const char *debug_path, struct sym_file **out);
 /* Open the ELF file whose bytes are IMAGE (LEN; copied): a module read from
- * a target's memory, such as the vDSO. Its symbol tables by section
- * headers; its separate debug file by build-id. */
-BK_HIDDEN int sym_open_memory(const void *image, size_t len, struct sym_file **out);
+ * a target's memory, such as the vDSO, laid out as a file. Its symbol
+ * tables by section headers, else by its dynamic segment (BIAS: the
+ * module's runtime minus link-time addresses, see sym_dyn_symbols); its
+ * separate debug file by build-id. */
+BK_HIDDEN int sym_open_memory(const void *image, size_t len, int64_t bias, struct sym_file **out);
 BK_HIDDEN void sym_close(struct sym_file *f);
 
 /* Describe ADDR: up to MAX frames, innermost first. For an address inside
@@ -294,6 +296,13 @@ BK_HIDDEN bool sym_elf_section(struct sym_elf *e, const char *name, const uint8_
  * into F (merged, sorted; names as in the table). 0 and F->nsyms == 0 when
  * there are none. */
 BK_HIDDEN int sym_elf_symbols(struct sym_file *f, struct sym_elf *e, uint32_t sht);
+/* The same from the dynamic segment of L, a file rebuilt from a loaded
+ * image without section headers (a deleted library's image in a core):
+ * .dynsym by DT_SYMTAB, DT_STRTAB and DT_HASH or DT_GNU_HASH, their
+ * addresses as linked or as the dynamic loader relocated them in memory
+ * (BIAS: runtime = link-time + BIAS). 64-bit little-endian images only. */
+struct ldr_elf;
+BK_HIDDEN int sym_dyn_symbols(struct sym_file *f, const struct ldr_elf *l, int64_t bias);
 /* The name to show for symbol S: demangled on first use (a symbol version
  * suffix kept: "_ZN3foo3barEv@@V_1" -> "foo::bar()@@V_1"); NULL on NOMEM. */
 BK_HIDDEN const char *sym_symbol_name(struct sym_file *f, struct sym_symbol *s);

@@ -346,32 +346,31 @@ const char *sym_symbol_name(struct sym_file *f, struct sym_symbol *s)
 	return n;
 }
 
-int sym_elf_symbols(struct sym_file *f, struct sym_elf *e, uint32_t sht)
+/* Sort the raw symbols of V into F's table (merging aliases); frees V. */
+static int install(struct sym_file *f, struct sym_vec *v)
 {
-	struct sym_vec v = { .elem = sizeof(struct raw_sym) };
-	int err = e->elf ? collect(f, e, sht, &v) : 0;
-	if (err || v.n == 0) {
-		sym_vec_free(&v);
-		return err;
+	if (v->n == 0) {
+		sym_vec_free(v);
+		return 0;
 	}
-	struct raw_sym *r = v.p;
-	qsort(r, v.n, sizeof(*r), cmp_raw);
+	struct raw_sym *r = v->p;
+	qsort(r, v->n, sizeof(*r), cmp_raw);
 
 	size_t n = 0;
-	for (size_t i = 0; i < v.n; i++)
+	for (size_t i = 0; i < v->n; i++)
 		n += i == 0 || r[i].start != r[i - 1].start;
 	f->syms = base_calloc(n, sizeof(*f->syms));
 	f->sym_max_end = base_calloc(n, sizeof(uint64_t));
 	if (!f->syms || !f->sym_max_end) {
-		sym_vec_free(&v);
+		sym_vec_free(v);
 		return BK_E_NOMEM;
 	}
 	size_t k = 0;
-	for (size_t i = 0; i < v.n;) {
+	for (size_t i = 0; i < v->n;) {
 		size_t j = i + 1;
 		uint64_t size = r[i].size;
 		/* The preferred alias is first; a size-0 one borrows an alias's size. */
-		for (; j < v.n && r[j].start == r[i].start; j++)
+		for (; j < v->n && r[j].start == r[i].start; j++)
 			if (!size && r[j].size)
 				size = r[j].size;
 		struct sym_symbol *s = &f->syms[k++];
@@ -380,7 +379,7 @@ int sym_elf_symbols(struct sym_file *f, struct sym_elf *e, uint32_t sht)
 			s->end = s->start + size < s->start ? UINT64_MAX : s->start + size;
 		} else {
 			s->end = r[i].sec_end;
-			if (j < v.n && r[j].start < s->end)
+			if (j < v->n && r[j].start < s->end)
 				s->end = r[j].start;
 		}
 		s->name = r[i].name; /* demangled by sym_symbol_name */
@@ -393,6 +392,181 @@ int sym_elf_symbols(struct sym_file *f, struct sym_elf *e, uint32_t sht)
 			m = f->syms[i].end;
 		f->sym_max_end[i] = m;
 	}
-	sym_vec_free(&v);
+	sym_vec_free(v);
 	return 0;
+}
+
+int sym_elf_symbols(struct sym_file *f, struct sym_elf *e, uint32_t sht)
+{
+	struct sym_vec v = { .elem = sizeof(struct raw_sym) };
+	int err = e->elf ? collect(f, e, sht, &v) : 0;
+	if (err) {
+		sym_vec_free(&v);
+		return err;
+	}
+	return install(f, &v);
+}
+
+/* ---- Symbols by the dynamic segment (a loaded image without sections) ---- */
+
+/* The rebuilt file of a loaded image: its bytes, segments, and the bias its
+ * dynamic loader applied to some .dynamic entries in memory. */
+struct dyn_image {
+	const uint8_t *p;
+	size_t len;
+	const struct ldr_elf *l;
+	int64_t bias;
+};
+
+/* The file offset of link-time address VADDR with N bytes there, or false. */
+static bool dyn_off(const struct dyn_image *im, uint64_t vaddr, uint64_t n, uint64_t *off)
+{
+	for (size_t i = 0; i < im->l->nsegs; i++) {
+		const struct ldr_segment *sg = &im->l->segs[i];
+		if (vaddr < sg->vaddr || vaddr - sg->vaddr >= sg->filesz ||
+		    n > sg->filesz - (vaddr - sg->vaddr))
+			continue;
+		uint64_t o = sg->file_off + (vaddr - sg->vaddr);
+		if (o > im->len || n > im->len - o)
+			return false;
+		*off = o;
+		return true;
+	}
+	return false;
+}
+
+/* A .dynamic address: as linked, or as the dynamic loader relocated it in
+ * memory (glibc adds the load bias to DT_SYMTAB, DT_STRTAB, the hash
+ * tables... in place). */
+static bool dyn_ptr(const struct dyn_image *im, uint64_t v, uint64_t n, uint64_t *off)
+{
+	return dyn_off(im, v, n, off) || (im->bias && dyn_off(im, v - (uint64_t)im->bias, n, off));
+}
+
+/* How many entries .dynsym has, from DT_HASH or DT_GNU_HASH; 0 if unknown. */
+static uint64_t dyn_count(const struct dyn_image *im, uint64_t hash, uint64_t gnu_hash)
+{
+	uint64_t off;
+	if (hash && dyn_ptr(im, hash, 8, &off))
+		return base_rd_le(im->p + off + 4, 4); /* nchain */
+	if (!gnu_hash || !dyn_ptr(im, gnu_hash, 16, &off))
+		return 0;
+	const uint8_t *h = im->p + off;
+	uint64_t nbuckets = base_rd_le(h, 4), symoffset = base_rd_le(h + 4, 4);
+	uint64_t bloom = base_rd_le(h + 8, 4);
+	uint64_t at = off + 16 + bloom * 8, max = 0;
+	if (nbuckets > (1u << 24) || bloom > (1u << 24) || at > im->len ||
+	    nbuckets * 4 > im->len - at)
+		return 0;
+	for (uint64_t i = 0; i < nbuckets; i++) {
+		uint64_t b = base_rd_le(im->p + at + 4 * i, 4);
+		max = b > max ? b : max;
+	}
+	if (max < symoffset)
+		return symoffset;
+	uint64_t chains = at + nbuckets * 4;
+	for (uint64_t i = max - symoffset;; i++) { /* the last chain ends in bit 0 */
+		if (chains + 4 * i + 4 > im->len || i > (1u << 24))
+			return 0;
+		if (base_rd_le(im->p + chains + 4 * i, 4) & 1)
+			return symoffset + i + 1;
+	}
+}
+
+/* The end of the executable segment holding ADDR, or 0 if none does. */
+static uint64_t exec_end(const struct ldr_elf *l, uint64_t addr)
+{
+	for (size_t i = 0; i < l->nsegs; i++) {
+		const struct ldr_segment *sg = &l->segs[i];
+		if ((sg->flags & PF_X) && addr >= sg->vaddr && addr - sg->vaddr < sg->memsz)
+			return sg->vaddr + sg->memsz;
+	}
+	return 0;
+}
+
+static int dyn_collect(struct sym_file *f, const struct dyn_image *im, struct sym_vec *v)
+{
+	const uint8_t *p = im->p;
+	if (im->len < sizeof(Elf64_Ehdr) || p[EI_CLASS] != ELFCLASS64 || p[EI_DATA] != ELFDATA2LSB)
+		return 0; /* 64-bit little-endian images only */
+	uint64_t phoff = base_rd_le(p + offsetof(Elf64_Ehdr, e_phoff), 8);
+	uint64_t phnum = base_rd_le(p + offsetof(Elf64_Ehdr, e_phnum), 2);
+	uint64_t dyn = 0, dynsz = 0;
+	for (uint64_t i = 0; i < phnum; i++) {
+		uint64_t o = phoff + i * sizeof(Elf64_Phdr);
+		if (o > im->len || sizeof(Elf64_Phdr) > im->len - o)
+			return 0;
+		if (base_rd_le(p + o + offsetof(Elf64_Phdr, p_type), 4) == PT_DYNAMIC) {
+			dyn = base_rd_le(p + o + offsetof(Elf64_Phdr, p_offset), 8);
+			dynsz = base_rd_le(p + o + offsetof(Elf64_Phdr, p_filesz), 8);
+		}
+	}
+	if (!dynsz || dyn > im->len || dynsz > im->len - dyn)
+		return 0;
+	uint64_t symtab = 0, strtab = 0, strsz = 0, syment = sizeof(Elf64_Sym), hash = 0, gnu = 0;
+	for (uint64_t o = dyn; o + 16 <= dyn + dynsz; o += 16) {
+		uint64_t tag = base_rd_le(p + o, 8), val = base_rd_le(p + o + 8, 8);
+		if (tag == DT_NULL)
+			break;
+		switch (tag) {
+		case DT_SYMTAB: symtab = val; break;
+		case DT_STRTAB: strtab = val; break;
+		case DT_STRSZ: strsz = val; break;
+		case DT_SYMENT: syment = val; break;
+		case DT_HASH: hash = val; break;
+		case DT_GNU_HASH: gnu = val; break;
+		}
+	}
+	uint64_t count = dyn_count(im, hash, gnu), soff, stroff;
+	if (!symtab || !strtab || !strsz || syment < sizeof(Elf64_Sym) || count < 2 ||
+	    count > im->len / syment || !dyn_ptr(im, symtab, count * syment, &soff) ||
+	    !dyn_ptr(im, strtab, strsz, &stroff))
+		return 0;
+	const char *strs = (const char *)p + stroff;
+	for (uint64_t i = 1; i < count; i++) {
+		const uint8_t *e = p + soff + i * syment;
+		GElf_Sym s = {
+			.st_name = (uint32_t)base_rd_le(e + offsetof(Elf64_Sym, st_name), 4),
+			.st_info = e[offsetof(Elf64_Sym, st_info)],
+			.st_other = e[offsetof(Elf64_Sym, st_other)],
+			.st_shndx = (uint16_t)base_rd_le(e + offsetof(Elf64_Sym, st_shndx), 2),
+			.st_value = base_rd_le(e + offsetof(Elf64_Sym, st_value), 8),
+			.st_size = base_rd_le(e + offsetof(Elf64_Sym, st_size), 8),
+		};
+		int type = GELF_ST_TYPE(s.st_info);
+		if (s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE || s.st_name >= strsz ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+			continue;
+		uint64_t end = exec_end(im->l, s.st_value);
+		if (!end || (type == STT_NOTYPE && !s.st_size))
+			continue; /* not code: data, or a label of unknown extent */
+		const char *name = strs + s.st_name;
+		size_t nlen = strnlen(name, strsz - s.st_name);
+		if (!nlen || nlen == strsz - s.st_name)
+			continue; /* empty, or not terminated inside the table */
+		struct raw_sym *r = sym_vec_push(v);
+		if (!r)
+			return BK_E_NOMEM;
+		r->start = s.st_value;
+		r->size = s.st_size;
+		r->sec_end = end;
+		r->rank = sym_rank(&s);
+		r->name = sym_intern(&f->strings, name, nlen);
+		if (!r->name)
+			return BK_E_NOMEM;
+	}
+	return 0;
+}
+
+int sym_dyn_symbols(struct sym_file *f, const struct ldr_elf *l, int64_t bias)
+{
+	struct dyn_image im = { .l = l, .bias = bias };
+	ldr_bytes(l, &im.p, &im.len);
+	struct sym_vec v = { .elem = sizeof(struct raw_sym) };
+	int err = dyn_collect(f, &im, &v);
+	if (err) {
+		sym_vec_free(&v);
+		return err;
+	}
+	return install(f, &v);
 }

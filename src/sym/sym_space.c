@@ -106,7 +106,7 @@ static struct sym_file *file_of(struct sym_entry *e, const struct uw_module *m, 
 			const uint8_t *bytes;
 			size_t len;
 			ldr_bytes(m->elf->ldr, &bytes, &len);
-			err = sym_open_memory(bytes, len, &e->file);
+			err = sym_open_memory(bytes, len, m->bias, &e->file);
 		} else {
 			err = sym_open(e->path, NULL, &e->file);
 		}
@@ -181,7 +181,7 @@ int bk_space_symbolize(struct bk_space *s, uint64_t addr, struct bk_symbol *out,
 	}
 	/* The vDSO, and a library whose file is gone, were read from the
 	 * target's memory: their symbols come from there too (the vDSO keeps
-	 * its section headers; a library's image has none, so no names). */
+	 * its section headers; a library's image has its dynamic segment). */
 	bool from_memory = !s->local && m->elf && !m->elf->ldr->path;
 	if (!path[0] || (path[0] == '[' && !from_memory))
 		return 0; /* anonymous code: no file */

@@ -574,12 +574,6 @@ def compare_names(tid, ours, theirs, ref, what):
     for i, (a, b) in enumerate(zip(ours, theirs)):
         if a.pc != b.pc or not b.function:
             continue
-        if not a.function and a.module and a.module.endswith(" (deleted)"):
-            # backstep-gap-deleted-library (README.md): from a core, a
-            # deleted library's frames have no names yet.
-            accept("backstep-gap-deleted-library",
-                   f"{what}: thread {tid} frame #{i}: no name in deleted {a.module}")
-            continue
         if not check(a.function, f"{what}: thread {tid} frame #{i} ({a.pc:#x}): backstep has no "
                      f"name, {ref} says {b.function!r}"):
             continue

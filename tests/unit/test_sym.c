@@ -11,6 +11,7 @@
  * each such address is counted and reported rather than compared.
  */
 #include <ctype.h>
+#include <elf.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -812,7 +813,7 @@ static void test_memory_image(void)
 	uint8_t *bytes = slurp(tpath("nodebug/libt.so"), &len);
 	struct sym_file *a = NULL, *b = NULL;
 	CHECK(bytes && sym_open(tpath("nodebug/libt.so"), NULL, &a) == 0 &&
-	      sym_open_memory(bytes, len, &b) == 0, "open by path and from memory");
+	      sym_open_memory(bytes, len, 0, &b) == 0, "open by path and from memory");
 	free(bytes); /* copied */
 	if (a && b) {
 		CHECK(a->nsyms > 0 && a->nsyms == b->nsyms, "the same symbols: %zu, %zu", a->nsyms,
@@ -829,9 +830,86 @@ static void test_memory_image(void)
 	}
 	sym_close(a);
 	sym_close(b);
-	CHECK_INT(sym_open_memory(NULL, 10, &b), BK_E_INVAL, "no image");
+	CHECK_INT(sym_open_memory(NULL, 10, 0, &b), BK_E_INVAL, "no image");
 	uint8_t junk[64] = { 0 };
-	CHECK(sym_open_memory(junk, sizeof(junk), &b) != 0 && !b, "not ELF");
+	CHECK(sym_open_memory(junk, sizeof(junk), 0, &b) != 0 && !b, "not ELF");
+
+	/* A loaded image without section headers (a deleted library's in a
+	 * core): named from its dynamic segment, whose addresses the dynamic
+	 * loader may have relocated in memory (here: by BIAS, or not at all). */
+	for (int relocated = 0; relocated < 2; relocated++) {
+		const int64_t bias = relocated ? 0x7f1234560000 : 0;
+		struct ldr_elf *fl = NULL;
+		uint8_t *fb = slurp(tpath("nodebug/libt.so"), &len);
+		CHECK(fb && ldr_open_memory(fb, len, &fl) == 0, "libt.so as a file");
+		if (!fl) {
+			free(fb);
+			break;
+		}
+		uint64_t span = 0;
+		for (size_t i = 0; i < fl->nsegs; i++)
+			if (fl->segs[i].vaddr + fl->segs[i].memsz - fl->min_vaddr > span)
+				span = fl->segs[i].vaddr + fl->segs[i].memsz - fl->min_vaddr;
+		uint8_t *im = calloc(1, span);
+		for (size_t i = 0; i < fl->nsegs; i++)
+			memcpy(im + fl->segs[i].vaddr - fl->min_vaddr, fb + fl->segs[i].file_off,
+			       fl->segs[i].filesz);
+		/* Relocate .dynamic's pointers in the image as ld.so does. */
+		Elf64_Ehdr eh;
+		memcpy(&eh, im, sizeof(eh));
+		for (int i = 0; relocated && i < eh.e_phnum; i++) {
+			Elf64_Phdr ph;
+			memcpy(&ph, im + eh.e_phoff + (size_t)i * sizeof(ph), sizeof(ph));
+			if (ph.p_type != PT_DYNAMIC)
+				continue;
+			for (uint64_t o = ph.p_vaddr - fl->min_vaddr; o + 16 <= span; o += 16) {
+				Elf64_Dyn d;
+				memcpy(&d, im + o, sizeof(d));
+				if (d.d_tag == DT_NULL)
+					break;
+				if (d.d_tag == DT_SYMTAB || d.d_tag == DT_STRTAB ||
+				    d.d_tag == DT_GNU_HASH || d.d_tag == DT_HASH) {
+					d.d_un.d_ptr += (uint64_t)bias;
+					memcpy(im + o, &d, sizeof(d));
+				}
+			}
+		}
+		struct ldr_elf *li = NULL;
+		struct sym_file *ref = NULL, *got = NULL;
+		const uint8_t *rb;
+		size_t rlen;
+		CHECK(ldr_open_loaded(im, span, NULL, 0, &li) == 0 && li->eh_frame.present,
+		      "libt.so's image opens");
+		if (li) {
+			ldr_bytes(li, &rb, &rlen);
+			CHECK(sym_open(tpath("nodebug/libt.so"), NULL, &ref) == 0 &&
+			      sym_open_memory(rb, rlen, bias, &got) == 0,
+			      "the image's symbols (relocated %d)", relocated);
+		}
+		if (ref && got) {
+			struct sym_stats st;
+			sym_get_stats(got, &st);
+			CHECK(got->nsyms > 0 && got->nsyms == ref->nsyms && st.symbol_source == 3,
+			      "relocated %d: %zu symbols by the dynamic segment, %zu by .dynsym", relocated,
+			      got->nsyms, ref->nsyms);
+			int same = 0;
+			for (size_t i = 0; i < ref->nsyms && i < got->nsyms; i++) {
+				struct sym_frame fa[4], fb2[4];
+				uint64_t at = ref->syms[i].start + (ref->syms[i].end - ref->syms[i].start) / 2;
+				int na = sym_lookup(ref, at, fa, 4), nb = sym_lookup(got, at, fb2, 4);
+				same += na == 1 && nb == 1 && !strcmp(fa[0].function, fb2[0].function) &&
+					fa[0].offset == fb2[0].offset;
+			}
+			CHECK((size_t)same == ref->nsyms, "relocated %d: %d of %zu names the same",
+			      relocated, same, ref->nsyms);
+		}
+		sym_close(ref);
+		sym_close(got);
+		ldr_close(li);
+		ldr_close(fl);
+		free(im);
+		free(fb);
+	}
 
 	/* The vDSO: one segment from offset 0, its section headers in the
 	 * mapping but past p_filesz. */
@@ -862,7 +940,7 @@ static void test_memory_image(void)
 	CHECK(flen == hi - lo && !memcmp(file, (const void *)(uintptr_t)lo, flen),
 	      "the vDSO's image is its file");
 	struct sym_file *v = NULL;
-	CHECK_INT(sym_open_memory(file, flen, &v), 0, "its symbols open");
+	CHECK_INT(sym_open_memory(file, flen, 0, &v), 0, "its symbols open");
 	const char *found = NULL;
 	for (size_t i = 0; v && i < v->nsyms && !found; i++) {
 		if (!strstr(v->syms[i].name, "clock_gettime"))
