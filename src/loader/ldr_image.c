@@ -97,11 +97,13 @@ int ldr_open_loaded(const void *image, size_t len, const bool *absent, size_t pa
 	if (err)
 		return err;
 
-	/* One segment from file offset 0 (the vDSO): the kernel maps whole
-	 * pages of the file, so the image is the file's first LEN bytes,
-	 * section headers included when they lie within. */
+	/* One segment from file offset 0 with no .bss (the vDSO): the kernel
+	 * maps whole pages of the file, so the image is the file's first LEN
+	 * bytes, section headers included when they lie within. (With a .bss
+	 * the bytes past p_filesz are zeros, not the file's.) */
 	bool whole = phdrs->nsegs == 1 && phdrs->segs[0].file_off == 0 &&
-		     phdrs->segs[0].vaddr == phdrs->min_vaddr;
+		     phdrs->segs[0].vaddr == phdrs->min_vaddr &&
+		     phdrs->segs[0].memsz == phdrs->segs[0].filesz;
 	uint64_t size = whole ? len : 0;
 	for (size_t i = 0; i < phdrs->nsegs; i++) {
 		const struct ldr_segment *sg = &phdrs->segs[i];
