@@ -72,7 +72,7 @@ static int resolve(struct uw_cursor *c, unsigned slot, uint64_t *v)
 }
 
 /* Read every lazy slot; one that cannot be read is no longer valid. */
-static void resolve_all(struct uw_cursor *c)
+void uw_cursor_resolve_all(struct uw_cursor *c)
 {
 	uint64_t todo = c->lazy & c->valid;
 	for (unsigned i = 0; todo >> i; i++) {
@@ -528,7 +528,7 @@ static int step_cfi(struct uw_cursor *c, const struct uw_crow *crow, const struc
 
 	if (crow->ra_undefined)
 		return 0;
-	resolve_all(c); /* expressions and the ABI defaults want values */
+	uw_cursor_resolve_all(c); /* expressions and the ABI defaults want values */
 	if ((err = apply_full_row(c, sec, cie, row, regs, &valid, &cfa)))
 		return err;
 

@@ -219,6 +219,9 @@ __attribute__((noinline)) int bk_cursor_init_local(struct bk_cursor *bc, struct 
 	int rc = bk_cursor_step(bc);
 	if (rc != 1)
 		return rc < 0 ? rc : BK_E_NO_UNWIND;
+	/* The registers this function saved are still addresses in its own
+	 * frame, which dies when it returns: read them now. */
+	uw_cursor_resolve_all(c);
 	c->depth = 0;
 	c->how = BK_HOW_INITIAL;
 	return 0;

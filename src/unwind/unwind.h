@@ -252,4 +252,8 @@ struct uw_cursor {
 	int err;
 };
 
+/* Read every register of the current frame that is still only an address
+ * (lazy) now; one that cannot be read becomes not recovered. AS-safe. */
+BK_HIDDEN void uw_cursor_resolve_all(struct uw_cursor *c);
+
 #endif
