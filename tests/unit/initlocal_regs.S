@@ -1,8 +1,11 @@
-/* il_init_known(struct bk_cursor *c, struct bk_space *s, struct il_out *out):
+/* il_init_known(struct bk_cursor *c, struct bk_space *s, struct il_out *out,
+ *               void (*check)(struct bk_cursor *c, struct il_out *out)):
  * records its caller's callee-saved registers and return address in OUT,
  * loads known values into rbx, rbp and r12-r15, calls
  * bk_cursor_init_local(c, s) with them in place, stores its result in OUT,
- * restores everything and returns. Frame 0 of the cursor is this function
+ * calls CHECK(c, out) while this frame is still alive (a cursor started
+ * with bk_cursor_init_local walks its caller's live stack), restores
+ * everything and returns. Frame 0 of the cursor is this function
  * at the return from that call: there its registers are the known values;
  * frame 1 is the caller, whose registers are the ones recorded on entry.
  *
@@ -43,6 +46,10 @@ il_init_known:
 	.cfi_offset %r15, -56
 	pushq	%rdx
 	.cfi_def_cfa_offset 64
+	pushq	%rcx
+	.cfi_def_cfa_offset 72
+	pushq	%rdi
+	.cfi_def_cfa_offset 80
 	movabsq	$0x1111111111111101, %rbx
 	movabsq	$0x2222222222222202, %rbp
 	movabsq	$0x3333333333333303, %r12
@@ -52,10 +59,13 @@ il_init_known:
 	call	bk_cursor_init_local@PLT
 	.globl	il_after_call
 il_after_call:
-	popq	%rdx
-	.cfi_def_cfa_offset 56
+	movq	(%rsp), %rdi
+	movq	16(%rsp), %rsi
 	movslq	%eax, %rax
-	movq	%rax, (%rdx)
+	movq	%rax, (%rsi)
+	call	*8(%rsp)
+	addq	$24, %rsp
+	.cfi_def_cfa_offset 56
 	popq	%r15
 	.cfi_def_cfa_offset 48
 	popq	%r14

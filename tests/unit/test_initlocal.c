@@ -20,7 +20,8 @@ struct il_out {
 	uint64_t ra;
 	uint64_t entry[6];
 };
-void il_init_known(struct bk_cursor *c, struct bk_space *s, struct il_out *out);
+void il_init_known(struct bk_cursor *c, struct bk_space *s, struct il_out *out,
+		   void (*check)(struct bk_cursor *c, struct il_out *out));
 extern const char il_after_call[];
 
 static const unsigned callee_saved[6] = { 3, 6, 12, 13, 14, 15 }; /* rbx rbp r12-r15 */
@@ -47,30 +48,41 @@ static void walk_out(struct bk_cursor *c, const char *what)
 	CHECK(n >= 2, "%s: only %d steps", what, n);
 }
 
+static const char *what_now;
+
+/* Called by il_init_known right after bk_cursor_init_local returned, with
+ * il_init_known's frame alive and bk_cursor_init_local's gone. */
+static void check_known(struct bk_cursor *c, struct il_out *out)
+{
+	const char *what = what_now;
+	scribble();
+	CHECK_INT(out->rc, 0, what);
+	CHECK_U64(bk_cursor_pc(c), (uint64_t)(uintptr_t)il_after_call, what);
+	for (int i = 0; i < 6; i++) {
+		uint64_t v = 0;
+		int got = bk_cursor_reg(c, callee_saved[i], &v);
+		CHECK(got == 1, "%s: frame 0: %s not recovered", what, bk_reg_name(BK_ARCH_X86_64, callee_saved[i]));
+		CHECK_U64(v, known[i], bk_reg_name(BK_ARCH_X86_64, callee_saved[i]));
+	}
+	/* Frame 1: known_registers, at the return from il_init_known. */
+	CHECK_INT(bk_cursor_step(c), 1, what);
+	CHECK_U64(bk_cursor_pc(c), out->ra, what);
+	for (int i = 0; i < 6; i++) {
+		uint64_t v = 0;
+		int got = bk_cursor_reg(c, callee_saved[i], &v);
+		CHECK(got == 1, "%s: frame 1: %s not recovered", what, bk_reg_name(BK_ARCH_X86_64, callee_saved[i]));
+		CHECK_U64(v, out->entry[i], bk_reg_name(BK_ARCH_X86_64, callee_saved[i]));
+	}
+	walk_out(c, what);
+}
+
 __attribute__((noinline)) static void known_registers(struct bk_space *s, const char *what)
 {
 	struct bk_cursor c;
 	struct il_out out;
-	il_init_known(&c, s, &out);
-	scribble();
-	CHECK_INT(out.rc, 0, what);
-	CHECK_U64(bk_cursor_pc(&c), (uint64_t)(uintptr_t)il_after_call, what);
-	for (int i = 0; i < 6; i++) {
-		uint64_t v = 0;
-		int got = bk_cursor_reg(&c, callee_saved[i], &v);
-		CHECK(got == 1, "%s: frame 0: %s not recovered", what, bk_reg_name(BK_ARCH_X86_64, callee_saved[i]));
-		CHECK_U64(v, known[i], bk_reg_name(BK_ARCH_X86_64, callee_saved[i]));
-	}
-	/* Frame 1: this function, at the return from il_init_known. */
-	CHECK_INT(bk_cursor_step(&c), 1, what);
-	CHECK_U64(bk_cursor_pc(&c), out.ra, what);
-	for (int i = 0; i < 6; i++) {
-		uint64_t v = 0;
-		int got = bk_cursor_reg(&c, callee_saved[i], &v);
-		CHECK(got == 1, "%s: frame 1: %s not recovered", what, bk_reg_name(BK_ARCH_X86_64, callee_saved[i]));
-		CHECK_U64(v, out.entry[i], bk_reg_name(BK_ARCH_X86_64, callee_saved[i]));
-	}
-	walk_out(&c, what);
+	what_now = what;
+	il_init_known(&c, s, &out, check_known);
+	__asm__ volatile("" ::: "memory");
 }
 
 /* Keeps values live in callee-saved registers across the call, so the
