@@ -1,32 +1,59 @@
-/* Benchmark: a local walk of the calling thread's stack, per frame, for
- *   - a plain frame-pointer walk (the floor: this file keeps frame pointers),
- *   - bk_backtrace (warm: the row cache is filled by the first call),
- *   - glibc backtrace() (libgcc's _Unwind_Backtrace),
- *   - nongnu libunwind's unw_backtrace and LLVM libunwind's unw_step loop,
- *     when their shared libraries are installed (loaded with dlopen).
- * The stack is DEPTH frames of one recursive function plus the frames from
- * main down. Prints ns per frame and the ratio to the frame-pointer walk.
- *   build/bench/bench_backtrace [DEPTH] [ITERATIONS]
- * Not a test: nothing here asserts a time. */
+/* Benchmark: a local walk of the calling thread's stack (the PCs only), per
+ * walk and per frame, for
+ *   fp      a plain frame-pointer walk (the floor),
+ *   bk      bk_backtrace (warm: the row cache is filled by the first call),
+ *   glibc   glibc backtrace() (libgcc's _Unwind_Backtrace),
+ *   nongnu  nongnu libunwind's unw_backtrace (libunwind.so.8, dlopen),
+ *   llvm    LLVM libunwind's unw_step loop (llvm-14's libunwind.so.1, dlopen),
+ * all in one process, over one of three stack shapes:
+ *   recursive   DEPTH (30) frames of one recursive function in this file;
+ *   chain       64 distinct functions over the executable and three shared
+ *               libraries, every call crossing a module (backtrace_chain.h),
+ *               once compiled with frame pointers (variant fp) and once
+ *               without (nofp), both -O2;
+ *   chain-drap  the same with f34 replaced by a function whose frame is
+ *               realigned through a DRAP register (a CFA expression).
+ * The fp walk runs on the frame-pointer code only (this file, the fp chain):
+ * every ratio is to it, in the same process. Times are the best (and the
+ * median) of ROUNDS batches of walks, the walkers' batches interleaved so a
+ * change of the machine's load hits all of them alike. The first walk of each
+ * walker is checked: its frames, named with dladdr, must be the expected
+ * functions up to main, then the C library's start code to _start.
+ * --cold WALKER: in this fresh process, time only WALKER's very first walk
+ * (chain shape, nofp unless WALKER is fp), in µs.
+ *   bench_backtrace [DEPTH [ITERATIONS]]      the recursive shape, as before
+ *   bench_backtrace [--shape recursive|chain|chain-drap] [--depth N]
+ *                   [--variant fp|nofp] [--walkers W,W..] [--rounds N]
+ *                   [--iterations N] [--batch-ms MS] [--cold W] [--tsv] [--pcs]
+ * --iterations fixes the walks per batch (default: calibrated to --batch-ms);
+ * --pcs also prints each walker's PCs (first walk) in one line;
+ * --tsv prints tab-separated rows for bench/backtrace_procs.sh and
+ * bench/backtrace_callgrind.sh. Not a test: nothing here asserts a time. */
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backstep.h"
+#include "backtrace_chain.h"
 
 #define MAXF 512
+#define MAXROUNDS 64
 
-static double now(void)
+static double now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-__attribute__((noinline)) static int fp_walk(void **pcs, int max)
+/* ---- The walkers -------------------------------------------------------- */
+
+__attribute__((noinline)) static int walk_fp(void **pcs, int max)
 {
 	void **fp = __builtin_frame_address(0);
 	int n = 0;
@@ -43,14 +70,13 @@ __attribute__((noinline)) static int fp_walk(void **pcs, int max)
 	return n;
 }
 
-typedef int (*backtrace_fn)(void **, int);
-static int (*nongnu_backtrace)(void **, int);
+static int (*nongnu_backtrace)(void **, int); /* called directly: no frame of ours */
 static int (*llvm_getcontext)(void *);
 static int (*llvm_init_local)(void *, void *);
 static int (*llvm_step)(void *);
 static int (*llvm_get_reg)(void *, int, uint64_t *);
 
-__attribute__((noinline)) static int llvm_walk(void **pcs, int max)
+__attribute__((noinline)) static int walk_llvm(void **pcs, int max)
 {
 	static _Alignas(64) uint8_t ctx[4096], cursor[4096];
 	llvm_getcontext(ctx);
@@ -64,62 +90,404 @@ __attribute__((noinline)) static int llvm_walk(void **pcs, int max)
 	return n;
 }
 
-static int iterations = 200000;
+enum { W_FP, W_BK, W_GLIBC, W_NONGNU, W_LLVM, NWALKERS };
 
-static void measure(const char *name, backtrace_fn fn, double *fp_ns)
-{
-	void *pcs[MAXF];
-	int frames = fn(pcs, MAXF); /* warm up */
-	double t0 = now();
-	for (int i = 0; i < iterations; i++)
-		fn(pcs, MAXF);
-	double ns = (now() - t0) / iterations * 1e9;
-	double per = ns / (frames ? frames : 1);
-	if (!*fp_ns)
-		*fp_ns = per;
-	printf("%-28s %4d frames %9.1f ns/walk %7.2f ns/frame %7.1fx\n", name, frames, ns, per,
-	       per / *fp_ns);
-}
+static struct walker {
+	const char *id, *name;
+	int (*fn)(void **, int);
+	int available;
+} walkers[NWALKERS] = {
+	[W_FP] = {"fp", "frame pointers", walk_fp, 1},
+	[W_BK] = {"bk", "bk_backtrace", bk_backtrace, 1},
+	[W_GLIBC] = {"glibc", "glibc backtrace (libgcc)", backtrace, 1},
+	[W_NONGNU] = {"nongnu", "nongnu libunwind", NULL, 0}, /* unw_backtrace, once loaded */
+	[W_LLVM] = {"llvm", "LLVM libunwind unw_step", walk_llvm, 0},
+};
 
-static void run_all(void)
+static void load_nongnu(void)
 {
-	double fp_ns = 0;
-	measure("frame pointers", fp_walk, &fp_ns);
-	measure("bk_backtrace", bk_backtrace, &fp_ns);
-	measure("glibc backtrace (libgcc)", backtrace, &fp_ns);
-	if (nongnu_backtrace)
-		measure("nongnu libunwind", nongnu_backtrace, &fp_ns);
-	if (llvm_step)
-		measure("LLVM libunwind", llvm_walk, &fp_ns);
-}
-
-__attribute__((noinline)) static void descend(int n)
-{
-	if (n > 0)
-		descend(n - 1);
-	else
-		run_all();
-	__asm__ volatile("" ::: "memory");
-}
-
-int main(int argc, char **argv)
-{
-	int depth = argc > 1 ? atoi(argv[1]) : 30;
-	if (argc > 2)
-		iterations = atoi(argv[2]);
 	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 	if (h)
 		nongnu_backtrace = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+	walkers[W_NONGNU].fn = nongnu_backtrace;
+	walkers[W_NONGNU].available = nongnu_backtrace != NULL;
+}
+
+static void load_llvm(void)
+{
 	void *l = dlopen("/usr/lib/llvm-14/lib/libunwind.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (l) {
-		llvm_getcontext = (int (*)(void *))dlsym(l, "unw_getcontext");
-		llvm_init_local = (int (*)(void *, void *))dlsym(l, "unw_init_local");
-		llvm_step = (int (*)(void *))dlsym(l, "unw_step");
-		llvm_get_reg = (int (*)(void *, int, uint64_t *))dlsym(l, "unw_get_reg");
-		if (!llvm_getcontext || !llvm_init_local || !llvm_get_reg)
-			llvm_step = NULL;
+	if (!l)
+		return;
+	llvm_getcontext = (int (*)(void *))dlsym(l, "unw_getcontext");
+	llvm_init_local = (int (*)(void *, void *))dlsym(l, "unw_init_local");
+	llvm_step = (int (*)(void *))dlsym(l, "unw_step");
+	llvm_get_reg = (int (*)(void *, int, uint64_t *))dlsym(l, "unw_get_reg");
+	walkers[W_LLVM].available = llvm_getcontext && llvm_init_local && llvm_step && llvm_get_reg;
+}
+
+/* ---- Jobs: one walker on one stack -------------------------------------- */
+
+enum shape { S_RECURSIVE, S_CHAIN, S_CHAIN_DRAP };
+static const char *const shape_names[] = {"recursive", "chain", "chain-drap"};
+enum mode { M_FIRST, M_BATCH };
+
+struct job {
+	int walker;
+	int fp_chain;   /* the chain shapes: the fp variant (else nofp) */
+	enum mode mode; /* what the bottom of the stack does this time */
+	long batch;     /* walks per batch */
+	double batch_ns;
+	int last_frames; /* frames of the last walk of the last batch */
+	/* the first walk */
+	double first_ns;
+	int frames;
+	void *pcs[MAXF];
+	/* results */
+	long walks; /* every call of the walker */
+	int nrounds;
+	double round_ns[MAXROUNDS]; /* per walk */
+	int expected, ok;
+	char why[160];
+};
+
+static enum shape shape = S_RECURSIVE;
+static int depth = 30;
+
+/* The functions from the walker's caller to main: exported (the executable is
+ * linked with -rdynamic) so that dladdr names them when the walks are
+ * checked, and kept apart by a volatile store after each call. */
+void bench_walk(struct job *j);
+void bench_bottom(struct chain_ctx *ctx);
+void bench_descend(int n, struct chain_ctx *ctx);
+void bench_run_job(struct job *j);
+
+static volatile unsigned sink;
+
+__attribute__((noinline)) void bench_walk(struct job *j)
+{
+	int (*fn)(void **, int) = walkers[j->walker].fn;
+	void *pcs[MAXF];
+	if (j->mode == M_FIRST) {
+		double t0 = now_ns();
+		j->frames = fn(j->pcs, MAXF);
+		j->first_ns = now_ns() - t0;
+		j->walks++;
+	} else {
+		int n = 0;
+		double t0 = now_ns();
+		for (long i = 0; i < j->batch; i++)
+			n = fn(pcs, MAXF);
+		j->batch_ns = now_ns() - t0;
+		j->walks += j->batch;
+		j->last_frames = n;
 	}
-	printf("stack: %d recursive frames + main's; %d walks each\n", depth, iterations);
-	descend(depth);
+	sink = (unsigned)j->walks;
+}
+
+__attribute__((noinline)) void bench_bottom(struct chain_ctx *ctx)
+{
+	bench_walk(ctx->job);
+	sink = 0;
+}
+
+__attribute__((noinline)) void bench_descend(int n, struct chain_ctx *ctx)
+{
+	if (n > 0)
+		bench_descend(n - 1, ctx);
+	else
+		bench_bottom(ctx);
+	sink = (unsigned)n;
+}
+
+__attribute__((noinline)) void bench_run_job(struct job *j)
+{
+	struct chain_ctx ctx = {.bottom = bench_bottom, .realign = shape == S_CHAIN_DRAP, .job = j};
+	if (shape == S_RECURSIVE)
+		bench_descend(depth, &ctx);
+	else if (j->fp_chain)
+		sink = chain_fp_f0(&ctx, 7);
+	else
+		sink = chain_nofp_f0(&ctx, 7);
+	sink = 1;
+}
+
+/* ---- Checking the first walk -------------------------------------------- */
+
+static const char *name_of(void *pc)
+{
+	Dl_info info;
+	if (!dladdr((char *)pc - 1, &info) || !info.dli_sname)
+		return "?";
+	return info.dli_sname;
+}
+
+/* The frames every walker must give, innermost first, up to main; below
+ * main glibc's start code: __libc_start_call_main, __libc_start_main, then
+ * _start (the last one, its return address undefined). The frame-pointer
+ * walk reaches main and the return address into libc (main's frame record
+ * holds it), then stops: libc keeps no frame pointers. */
+static void check(struct job *j)
+{
+	static char expect[CHAIN_LEN + 100][32];
+	int ne = 0;
+	snprintf(expect[ne++], 32, "bench_walk");
+	snprintf(expect[ne++], 32, "bench_bottom");
+	if (shape == S_RECURSIVE) {
+		for (int i = 0; i <= depth && ne < CHAIN_LEN + 90; i++)
+			snprintf(expect[ne++], 32, "bench_descend");
+	} else {
+		for (int k = CHAIN_LEN - 1; k >= 0; k--)
+			snprintf(expect[ne++], 32, "chain_%s_f%d%s", j->fp_chain ? "fp" : "nofp", k,
+				 shape == S_CHAIN_DRAP && k == CHAIN_REALIGNED ? "_drap" : "");
+	}
+	snprintf(expect[ne++], 32, "bench_run_job");
+	snprintf(expect[ne++], 32, "main");
+	int below_main = j->walker == W_FP ? 1 : 3;
+	j->expected = ne + below_main;
+	j->ok = 1;
+	j->why[0] = 0;
+	for (int i = 0; i < ne; i++) {
+		const char *got = i < j->frames ? name_of(j->pcs[i]) : "(end of walk)";
+		if (strcmp(got, expect[i])) {
+			snprintf(j->why, sizeof j->why, "frame %d is %s, expected %s", i, got,
+				 expect[i]);
+			j->ok = 0;
+			return;
+		}
+	}
+	if (j->frames != j->expected) {
+		snprintf(j->why, sizeof j->why, "%d frames, expected %d", j->frames, j->expected);
+		j->ok = 0;
+	} else if (j->walker != W_FP && strcmp(name_of(j->pcs[j->frames - 1]), "_start")) {
+		snprintf(j->why, sizeof j->why, "the last frame is %s, not _start",
+			 name_of(j->pcs[j->frames - 1]));
+		j->ok = 0;
+	}
+}
+
+/* ---- Main ----------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: bench_backtrace [DEPTH [ITERATIONS]]\n"
+			"       bench_backtrace [--shape recursive|chain|chain-drap] [--depth N]\n"
+			"                       [--variant fp|nofp] [--walkers W,W..] [--rounds N]\n"
+			"                       [--iterations N] [--batch-ms MS] [--cold W] [--tsv]\n"
+			"                       [--pcs]\n"
+			"walkers: fp bk glibc nongnu llvm\n");
+	exit(2);
+}
+
+static int walker_index(const char *id)
+{
+	for (int w = 0; w < NWALKERS; w++)
+		if (!strcmp(walkers[w].id, id))
+			return w;
+	fprintf(stderr, "bench_backtrace: no walker '%s'\n", id);
+	usage();
+	return -1;
+}
+
+static struct job jobs[2 * NWALKERS];
+
+int main(int argc, char **argv)
+{
+	int rounds = 7, tsv = 0, print_pcs = 0, cold = -1, variant = -1; /* variant: -1 both, 1 fp, 0 nofp */
+	long iterations = 0;
+	double batch_ms = 10;
+	int want[NWALKERS] = {1, 1, 1, 1, 1};
+	int positional = 0, shape_given = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (a[0] != '-' && positional == 0) {
+			depth = atoi(a), positional++;
+		} else if (a[0] != '-' && positional == 1) {
+			iterations = atol(a), rounds = 1, positional++;
+		} else if (!strcmp(a, "--tsv")) {
+			tsv = 1;
+		} else if (!strcmp(a, "--pcs")) {
+			print_pcs = 1;
+		} else if (!v) {
+			usage();
+		} else if (!strcmp(a, "--shape")) {
+			int s;
+			for (s = 0; s < 3 && strcmp(v, shape_names[s]); s++)
+				;
+			if (s == 3)
+				usage();
+			shape = (enum shape)s, shape_given = 1, i++;
+		} else if (!strcmp(a, "--depth")) {
+			depth = atoi(v), i++;
+		} else if (!strcmp(a, "--variant")) {
+			if (strcmp(v, "fp") && strcmp(v, "nofp"))
+				usage();
+			variant = !strcmp(v, "fp"), i++;
+		} else if (!strcmp(a, "--walkers")) {
+			char buf[256];
+			snprintf(buf, sizeof buf, "%s", v), i++;
+			memset(want, 0, sizeof want);
+			for (char *s = strtok(buf, ","); s; s = strtok(NULL, ","))
+				want[walker_index(s)] = 1;
+		} else if (!strcmp(a, "--rounds")) {
+			rounds = atoi(v), i++;
+		} else if (!strcmp(a, "--iterations")) {
+			iterations = atol(v), i++;
+		} else if (!strcmp(a, "--batch-ms")) {
+			batch_ms = atof(v), i++;
+		} else if (!strcmp(a, "--cold")) {
+			cold = walker_index(v), i++;
+		} else {
+			usage();
+		}
+	}
+	if (rounds < 1 || rounds > MAXROUNDS || depth < 0 || depth > 400 || iterations < 0)
+		usage();
+	(void)now_ns(); /* the clock's own first call is not part of any walk */
+
+	if (cold >= 0) {
+		/* Only this walker's library is loaded; nothing has walked yet. */
+		if (cold == W_NONGNU)
+			load_nongnu();
+		if (cold == W_LLVM)
+			load_llvm();
+		if (!walkers[cold].available) {
+			fprintf(stderr, "bench_backtrace: %s is not installed\n", walkers[cold].name);
+			return 1;
+		}
+		if (!shape_given)
+			shape = S_CHAIN;
+		struct job *j = &jobs[0];
+		j->walker = cold;
+		j->fp_chain = cold == W_FP || variant == 1;
+		j->mode = M_FIRST;
+		bench_run_job(j);
+		check(j);
+		if (tsv)
+			printf("cold\t%s\t%s\t%s\t%d\t%d\t%d\t%.2f\t%s\n", shape_names[shape],
+			       j->fp_chain ? "fp" : "nofp", walkers[cold].id, j->frames, j->expected,
+			       j->ok, j->first_ns / 1e3, j->why);
+		else
+			printf("%s, %s chain: first walk of %s: %d frames (expected %d%s%s), %.2f µs\n",
+			       shape_names[shape], j->fp_chain ? "fp" : "nofp", walkers[cold].name,
+			       j->frames, j->expected, j->ok ? "" : "; WRONG: ", j->why,
+			       j->first_ns / 1e3);
+		return 0;
+	}
+
+	load_nongnu();
+	load_llvm();
+	/* The jobs: the frame-pointer walk first (the reference), then each
+	 * walker on each variant asked for. */
+	int njobs = 0;
+	for (int fpv = 1; fpv >= 0; fpv--) {
+		if (shape == S_RECURSIVE && fpv == 0)
+			break;
+		for (int w = 0; w < NWALKERS; w++) {
+			int reference = w == W_FP && fpv == 1;
+			if (!walkers[w].available || (!want[w] && !reference))
+				continue;
+			if (w == W_FP && fpv == 0)
+				continue; /* no frame pointers to follow */
+			if (shape != S_RECURSIVE && variant >= 0 && variant != fpv && !reference)
+				continue;
+			jobs[njobs].walker = w;
+			jobs[njobs].fp_chain = fpv;
+			njobs++;
+		}
+	}
+
+	/* The first walk of each, checked; then the batch sizes; then ROUNDS
+	 * rounds, each one batch of every job. */
+	for (int i = 0; i < njobs; i++) {
+		jobs[i].mode = M_FIRST;
+		bench_run_job(&jobs[i]);
+		check(&jobs[i]);
+		jobs[i].mode = M_BATCH;
+	}
+	for (int i = 0; i < njobs; i++) {
+		struct job *j = &jobs[i];
+		if (iterations) {
+			j->batch = iterations;
+			continue;
+		}
+		for (j->batch = 1;; j->batch *= 2) {
+			bench_run_job(j);
+			if (j->batch_ns >= 1e6 || j->batch >= (1L << 30))
+				break;
+		}
+		j->batch = (long)(j->batch * batch_ms * 1e6 / j->batch_ns) + 1;
+	}
+	for (int r = 0; r < rounds; r++)
+		for (int i = 0; i < njobs; i++) {
+			bench_run_job(&jobs[i]);
+			jobs[i].round_ns[jobs[i].nrounds++] = jobs[i].batch_ns / jobs[i].batch;
+		}
+
+	char loadavg[64] = "?";
+	FILE *f = fopen("/proc/loadavg", "r");
+	if (f) {
+		if (!fgets(loadavg, sizeof loadavg, f))
+			loadavg[0] = 0;
+		loadavg[strcspn(loadavg, "\n")] = 0;
+		fclose(f);
+	}
+	if (tsv)
+		printf("# pid %d; load %s; lib1 (nofp) at %p; rounds %d\n"
+		       "#row\tshape\tvariant\twalker\tframes\texpected\tok\twarm_frames\t"
+		       "ns_walk_best\tns_walk_median\tns_frame\tratio\twalks\tfirst_us\tproblem\n",
+		       (int)getpid(), loadavg, dlsym(RTLD_DEFAULT, "chain_nofp_f1"), rounds);
+	else if (shape == S_RECURSIVE)
+		printf("stack: %d recursive frames + the harness's and main's; best and median of "
+		       "%d batches (pid %d, load %s)\n",
+		       depth, rounds, (int)getpid(), loadavg);
+	else
+		printf("stack: %d functions over the executable and 3 libraries%s; best and median "
+		       "of %d batches (pid %d, load %s)\n",
+		       CHAIN_LEN, shape == S_CHAIN_DRAP ? ", one frame realigned (DRAP)" : "",
+		       rounds, (int)getpid(), loadavg);
+	if (!tsv)
+		printf("%-7s %-26s %6s %6s %10s %10s %9s %8s\n", "code", "walker", "frames",
+		       "expect", "ns/walk", "(median)", "ns/frame", "ratio");
+	double fp_frame = 0;
+	for (int i = 0; i < njobs; i++) {
+		struct job *j = &jobs[i];
+		double sorted[MAXROUNDS];
+		memcpy(sorted, j->round_ns, sizeof(double) * j->nrounds);
+		qsort(sorted, j->nrounds, sizeof(double), cmp_double);
+		double best = sorted[0], median = sorted[j->nrounds / 2];
+		if (j->nrounds % 2 == 0)
+			median = (sorted[j->nrounds / 2 - 1] + sorted[j->nrounds / 2]) / 2;
+		double per = best / (j->frames ? j->frames : 1);
+		if (i == 0)
+			fp_frame = per;
+		if (j->ok && j->last_frames != j->frames) {
+			snprintf(j->why, sizeof j->why, "first walk %d frames, warm walks %d",
+				 j->frames, j->last_frames);
+			j->ok = 0;
+		}
+		const char *code = shape == S_RECURSIVE ? "fp" : j->fp_chain ? "fp" : "nofp";
+		if (tsv)
+			printf("row\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.3f\t%.3f\t%ld\t%.2f\t%s\n",
+			       shape_names[shape], code, walkers[j->walker].id, j->frames,
+			       j->expected, j->ok, j->last_frames, best, median, per,
+			       per / fp_frame, j->walks, j->first_ns / 1e3, j->why);
+		else
+			printf("%-7s %-26s %6d %6d %10.1f %10.1f %9.2f %7.1fx%s%s\n", code,
+			       walkers[j->walker].name, j->frames, j->expected, best, median, per,
+			       per / fp_frame, j->ok ? "" : "  WRONG: ", j->why);
+	}
+	for (int i = 0; print_pcs && i < njobs; i++) {
+		printf("pcs\t%s\t%s\t%s\t", shape_names[shape], jobs[i].fp_chain ? "fp" : "nofp",
+		       walkers[jobs[i].walker].id);
+		for (int k = 0; k < jobs[i].frames; k++)
+			printf("%s%p", k ? "," : "", jobs[i].pcs[k]);
+		printf("\n");
+	}
 	return 0;
 }

@@ -3,7 +3,8 @@
  * instructions into rows (DWARF 5 §6.4; LSB 5.0 "Exception Frames").
  *
  * Pure: bytes in, rows out. Nothing here calls the OS; only cfi_table_init
- * and cfi_table_free allocate (cold, once per section). Every other function
+ * and cfi_table_free allocate (cold, once per section; cfi_table_init_mem
+ * builds the same index into the caller's memory instead). Every other function
  * is AS-safe and bounded: instructions are consumed in one pass, the
  * remember_state stack and the rules of a row have fixed capacities
  * (CFI_STATE_DEPTH, CFI_STATE_POOL, CFI_MAX_RULES) and exceeding one returns
@@ -209,7 +210,10 @@ static inline const uint8_t *cfi_rule_expr(const struct cfi_section *sec, const 
  * allocating. For .eh_frame it uses the .eh_frame_hdr search table when
  * that table is present and passes validation (fixed-size encoding, sorted,
  * every entry pointing at an FDE inside .eh_frame); otherwise it builds a
- * sorted index of the section's FDEs once. */
+ * sorted index of the section's FDEs once (allocated, or in memory the
+ * caller gives). A scan table has neither: each lookup walks the section,
+ * O(n), and answers as the index would (for the time an index is being
+ * built elsewhere). */
 struct cfi_index_entry {
 	uint64_t pc_begin, pc_end;
 	uint64_t fde_off;
@@ -222,9 +226,13 @@ struct cfi_table {
 	size_t hdr_count;
 	uint8_t hdr_enc;
 	struct base_ptr_ctx hdr_ctx;
-	/* Otherwise the built index. */
+	/* Otherwise the built index; INDEX_BORROWED: memory the table does not
+	 * own (cfi_table_init_mem, cfi_table_init_index). */
 	struct cfi_index_entry *index;
 	size_t nindex;
+	bool index_borrowed;
+	/* Neither: a scan table, visiting at most SCAN_MAX entries per lookup. */
+	size_t scan_max;
 	/* What building the index saw: entries that failed to decode (FDEs of
 	 * zero length are left out without being counted). */
 	size_t nbad;
@@ -247,8 +255,26 @@ BK_HIDDEN int cfi_table_init(struct cfi_table *t, const struct cfi_section *sec,
  * or fails validation. The table needs no cfi_table_free. */
 BK_HIDDEN int cfi_table_init_hdr(struct cfi_table *t, const struct cfi_section *sec,
 				 const struct cfi_hdr *hdr);
+/* The index of cfi_table_init, built into MEM (CAP entries) with no
+ * allocation and no library call: AS-safe, O(n log n) for n FDEs. BK_E_LIMIT
+ * when the section keeps more than CAP (cfi_index_count says how many to
+ * reserve). The table does not own MEM. */
+BK_HIDDEN int cfi_table_init_mem(struct cfi_table *t, const struct cfi_section *sec,
+				 struct cfi_index_entry *mem, size_t cap);
+/* How many FDE entries SEC frames (an upper bound on the index's entries),
+ * reading only length fields: 0, or BK_E_LIMIT past MAX. AS-safe. */
+BK_HIDDEN int cfi_index_count(const struct cfi_section *sec, size_t max, size_t *n);
+/* A table over an index built before by cfi_table_init_mem for SEC (N
+ * entries, not copied, not owned). AS-safe. */
+BK_HIDDEN void cfi_table_init_index(struct cfi_table *t, const struct cfi_section *sec,
+				    const struct cfi_index_entry *index, size_t n);
+/* A scan table: each lookup walks SEC and finds the FDE the index would
+ * find, or BK_E_LIMIT after visiting MAX_ENTRIES entries. AS-safe. */
+BK_HIDDEN void cfi_table_init_scan(struct cfi_table *t, const struct cfi_section *sec,
+				   size_t max_entries);
 BK_HIDDEN void cfi_table_free(struct cfi_table *t);
-/* The FDE covering PC and its CIE: 0, BK_E_NOT_FOUND, or a decode error. AS-safe. */
+/* The FDE covering PC and its CIE: 0, BK_E_NOT_FOUND, or a decode error
+ * (a scan table: also BK_E_LIMIT). AS-safe. */
 BK_HIDDEN int cfi_table_find(const struct cfi_table *t, uint64_t pc, struct cfi_fde *fde,
 			     struct cfi_cie *cie);
 /* True when lookups use .eh_frame_hdr's table. */

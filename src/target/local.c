@@ -9,7 +9,8 @@
  * ourselves, which reports an unmapped address instead of faulting.
  *
  * Modules: _dl_find_object (glibc 2.35+), lock-free and AS-safe, gives the
- * mapping of an address and its PT_GNU_EH_FRAME.
+ * mapping of an address and its PT_GNU_EH_FRAME; the program headers fill
+ * in what it leaves out (local_phdr.c).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -134,7 +135,10 @@ int tgt_local_find_object(uint64_t addr, struct tgt_local_object *out)
 {
 	struct dl_find_object dlfo;
 	if (_dl_find_object((void *)(uintptr_t)addr, &dlfo) != 0)
-		return BK_E_NOT_FOUND;
+		/* Not an object the dynamic linker knows (or it keeps no list):
+		 * the main program and the vDSO are in the auxiliary vector. */
+		return tgt_local_main_object(addr, out) || tgt_local_vdso_object(addr, out)
+			       ? 0 : BK_E_NOT_FOUND;
 	out->start = (uint64_t)(uintptr_t)dlfo.dlfo_map_start;
 	out->end = (uint64_t)(uintptr_t)dlfo.dlfo_map_end;
 	out->eh_frame_hdr = (uint64_t)(uintptr_t)dlfo.dlfo_eh_frame;
@@ -142,5 +146,17 @@ int tgt_local_find_object(uint64_t addr, struct tgt_local_object *out)
 	out->bias = dlfo.dlfo_link_map ? (uint64_t)dlfo.dlfo_link_map->l_addr : 0;
 	out->name = dlfo.dlfo_link_map && dlfo.dlfo_link_map->l_name ? dlfo.dlfo_link_map->l_name
 								     : "";
+	/* The main program without PT_GNU_EH_FRAME: a static program, whose
+	 * _dl_find_object (glibc 2.36) gives only the PT_LOAD segment holding
+	 * ADDR, or one linked with --no-eh-frame-hdr. Its program headers give
+	 * the whole span, which the .eh_frame found from its file must lie in;
+	 * the link_map stays its identity. */
+	struct tgt_local_object main;
+	if (!out->eh_frame_hdr && !out->name[0] && tgt_local_main_object(addr, &main)) {
+		out->start = main.start;
+		out->end = main.end;
+		out->bias = main.bias;
+		out->eh_frame_hdr = main.eh_frame_hdr;
+	}
 	return 0;
 }

@@ -123,7 +123,11 @@ static inline BK_NO_ASAN uint64_t tgt_local_stack_word(uint64_t addr)
 /* Read our own memory without faulting: 0 or BK_E_MEMORY. */
 BK_HIDDEN int tgt_local_read(void *ctx, uint64_t addr, void *dst, size_t len);
 
-/* The loaded object holding ADDR, from _dl_find_object. */
+/* The loaded object holding ADDR: from _dl_find_object; the main program
+ * from its program headers when it has no PT_GNU_EH_FRAME (a static
+ * program: _dl_find_object gives only the segment holding ADDR); the main
+ * program and the vDSO from the auxiliary vector when _dl_find_object does
+ * not know ADDR (local_phdr.c). */
 struct tgt_local_object {
 	uint64_t start, end;     /* the object's mapping */
 	uint64_t eh_frame_hdr;   /* runtime address of PT_GNU_EH_FRAME, or 0 */
@@ -132,6 +136,21 @@ struct tgt_local_object {
 	const char *name;        /* l_name ("" for the main program) */
 };
 BK_HIDDEN int tgt_local_find_object(uint64_t addr, struct tgt_local_object *out);
+/* The main program (AT_PHDR) or the vDSO (AT_SYSINFO_EHDR) if it holds
+ * ADDR, described by its program headers: the span of its PT_LOAD
+ * segments, its bias, PT_GNU_EH_FRAME; a stand-in handle, name "" or
+ * "[vdso]". Worked out once. AS-safe. */
+BK_HIDDEN bool tgt_local_main_object(uint64_t addr, struct tgt_local_object *out);
+BK_HIDDEN bool tgt_local_vdso_object(uint64_t addr, struct tgt_local_object *out);
+/* Where OBJ's .eh_frame is loaded (runtime address and length), for an
+ * object without a usable PT_GNU_EH_FRAME: from the section headers of its
+ * file (the main program: /proc/self/exe, else AT_EXECFN; a library: its
+ * name), used only when the file's program headers, notes and the start of
+ * its .eh_frame match memory. About 20 system calls (openat, pread64,
+ * process_vm_readv, close), no allocation: AS-safe, errno preserved.
+ * BK_E_NOT_FOUND when no such file or section. */
+BK_HIDDEN int tgt_local_eh_frame(const struct tgt_local_object *obj, uint64_t *addr,
+				 uint64_t *len);
 
 /* Read /proc/PID/maps into t->maps (shared by the live targets). */
 BK_HIDDEN int tgt_read_maps(struct tgt *t);

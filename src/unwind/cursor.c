@@ -359,6 +359,10 @@ static int apply_full_row(struct uw_cursor *c, const struct cfi_section *sec,
 		return BK_CORRUPT;
 	}
 
+	/* A register other than the return address whose value cannot be
+	 * had (a failed read or evaluation) is not recovered; the step goes
+	 * on, as it does for a lazy slot that proves unreadable. */
+	unsigned ra_slot = arch_slot(a, (unsigned)cie->ra_reg);
 	uint64_t ruled = 0;
 	for (unsigned i = 0; i < row->nrules; i++) {
 		const struct cfi_rule *r = &row->rule[i];
@@ -367,6 +371,7 @@ static int apply_full_row(struct uw_cursor *c, const struct cfi_section *sec,
 			continue;
 		ruled |= SLOT_BIT(slot);
 		uint64_t v, addr;
+		err = 0;
 		switch (r->kind) {
 		case BK_RULE_UNDEFINED:
 			continue;
@@ -376,8 +381,7 @@ static int apply_full_row(struct uw_cursor *c, const struct cfi_section *sec,
 			v = c->regs[slot];
 			break;
 		case BK_RULE_OFFSET:
-			if ((err = read_word(s, *cfa + (uint64_t)r->value, &v)))
-				return err;
+			err = read_word(s, *cfa + (uint64_t)r->value, &v);
 			break;
 		case BK_RULE_VAL_OFFSET:
 			v = *cfa + (uint64_t)r->value;
@@ -390,21 +394,23 @@ static int apply_full_row(struct uw_cursor *c, const struct cfi_section *sec,
 			break;
 		}
 		case BK_RULE_EXPRESSION:
-			if ((err = expr_eval(cfi_rule_expr(sec, r), r->expr_len, &env, cfa, &addr)) ||
-			    (err = read_word(s, addr, &v)))
-				return err;
+			if (!(err = expr_eval(cfi_rule_expr(sec, r), r->expr_len, &env, cfa, &addr)))
+				err = read_word(s, addr, &v);
 			break;
 		case BK_RULE_VAL_EXPRESSION:
-			if ((err = expr_eval(cfi_rule_expr(sec, r), r->expr_len, &env, cfa, &v)))
-				return err;
+			err = expr_eval(cfi_rule_expr(sec, r), r->expr_len, &env, cfa, &v);
 			break;
 		default:
+			continue;
+		}
+		if (err) {
+			if (slot == ra_slot)
+				return err;
 			continue;
 		}
 		regs[slot] = v;
 		*valid |= SLOT_BIT(slot);
 	}
-	(void)cie;
 	/* Registers without a rule: callee-saved ones keep their value. */
 	uint64_t keep = a->callee_saved_slots & ~ruled & c->valid;
 	for (unsigned i = 0; i < a->nslots; i++)
@@ -767,41 +773,30 @@ static int step_nocfi(struct uw_cursor *c)
 
 /* ---- Step ----------------------------------------------------------------- */
 
-/* How the frame at PC (looked up at LOOKUP) in module M (NULL: none known)
- * is unwound: the sigreturn trampoline, a CFI row (compiled into *CROW; the
- * full row in *T, *CIE, *ROW for the slow path) or no CFI at all. */
-static int decide(struct bk_space *s, const struct uw_module *m, uint64_t pc, uint64_t lookup,
-		  struct uw_crow *crow, const struct cfi_table **t, struct cfi_cie *cie,
-		  struct cfi_row *row)
+/* Signal trampolines are known by the 'S' augmentation of the CIE of their
+ * FDE (glibc's __restore_rt, the AArch64 vDSO's), which needs no code
+ * bytes, or, where no FDE covers them, by their code. */
+int uw_decide(struct bk_space *s, const struct uw_module *m, uint64_t pc, uint64_t lookup,
+	      struct uw_crow *crow, const struct cfi_table **t, struct cfi_cie *cie,
+	      struct cfi_row *row)
 {
 	memset(crow, 0, sizeof(*crow));
-	if (is_sigtramp(s, pc)) {
-		crow->kind = UW_KIND_SIGNAL;
-		return 0;
-	}
 	/* BK_SPACE_NO_CFI: every PC is "no CFI" (frame pointers). */
-	if (!m || (s->flags & BK_SPACE_NO_CFI))
-		return 0;
-	int err = find_row(m, lookup, t, cie, row);
-	if (err)
-		return err == BK_E_NOT_FOUND ? 0 : err;
-	compile_row(s->arch, &(*t)->sec, cie, row, crow);
+	if (m && !(s->flags & BK_SPACE_NO_CFI)) {
+		int err = find_row(m, lookup, t, cie, row);
+		if (!err) {
+			if (cie->signal_frame)
+				crow->kind = UW_KIND_SIGNAL;
+			else
+				compile_row(s->arch, &(*t)->sec, cie, row, crow);
+			return 0;
+		}
+		if (err != BK_E_NOT_FOUND)
+			return err;
+	}
+	if (is_sigtramp(s, pc))
+		crow->kind = UW_KIND_SIGNAL;
 	return 0;
-}
-
-int uw_local_decide(struct bk_space *s, const struct tgt_local_object *obj, uint64_t tag,
-		    uint64_t pc, uint64_t lookup, struct uw_crow *crow)
-{
-	struct uw_module tmp;
-	struct cfi_table tmp_table;
-	struct cfi_cie cie;
-	struct cfi_row row;
-	const struct cfi_table *t = NULL;
-	const struct uw_module *m = obj ? uw_local_module(s, obj, &tmp, &tmp_table) : NULL;
-	int err = decide(s, m, pc, lookup, crow, &t, &cie, &row);
-	if (!err)
-		uw_cache_put(s, lookup, tag, crow);
-	return err;
 }
 
 static int step(struct uw_cursor *c)
@@ -832,7 +827,7 @@ static int step(struct uw_cursor *c)
 		const struct uw_module *m = !s->local ? uw_space_find(s, lookup)
 					    : known ? uw_local_module(s, &obj, &tmp, &tmp_table)
 						    : NULL;
-		int err = decide(s, m, pc, lookup, &crow, &t, &cie, &row);
+		int err = uw_decide(s, m, pc, lookup, &crow, &t, &cie, &row);
 		if (err)
 			return err;
 		if (!cached)

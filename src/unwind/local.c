@@ -8,8 +8,10 @@
  * through src/target/local.c. The default space bk_backtrace uses lives in
  * static storage, so even the first call allocates nothing.
  *
- * A module whose .eh_frame_hdr is missing or unusable has no CFI here (its
- * frames are unwound by frame pointer): building an index would allocate.
+ * A module whose .eh_frame_hdr is missing or unusable (a static program,
+ * --no-eh-frame-hdr) has its .eh_frame found from its file and indexed
+ * once, into mmap'ed memory, by the first walk that meets it
+ * (local_index.c); walks meanwhile scan the section.
  */
 #include <ucontext.h>
 
@@ -20,17 +22,11 @@
 
 /* ---- Modules --------------------------------------------------------------- */
 
-/* Describe the object OBJ: its .eh_frame found through .eh_frame_hdr. */
-static bool local_module(const struct tgt_local_object *obj, struct uw_module *m,
-			 struct cfi_table *table)
+/* The table of OBJ's .eh_frame through its .eh_frame_hdr, if usable. */
+static bool hdr_table(const struct tgt_local_object *obj, struct cfi_table *table)
 {
-	memset(m, 0, sizeof(*m));
-	m->start = obj->start;
-	m->end = obj->end;
-	m->bias = 0; /* the tables are read at their runtime addresses */
-	m->path = (char *)obj->name;
 	if (!obj->eh_frame_hdr || obj->eh_frame_hdr < obj->start || obj->eh_frame_hdr >= obj->end)
-		return true; /* known, without CFI */
+		return false;
 	const uint8_t *hdr = (const uint8_t *)(uintptr_t)obj->eh_frame_hdr;
 	size_t hdr_len = (size_t)(obj->end - obj->eh_frame_hdr);
 	struct buf b = buf_make(hdr, hdr_len);
@@ -42,7 +38,7 @@ static bool local_module(const struct tgt_local_object *obj, struct uw_module *m
 	    buf_u8(&b, &count_enc) || buf_u8(&b, &table_enc) || (ptr_enc & DW_EH_PE_indirect) ||
 	    base_read_pointer(&b, ptr_enc, &ctx, &eh_addr) || eh_addr < obj->start ||
 	    eh_addr >= obj->end)
-		return true;
+		return false;
 	struct cfi_section sec = {
 		.data = (const uint8_t *)(uintptr_t)eh_addr,
 		.len = (size_t)(obj->end - eh_addr),
@@ -52,9 +48,37 @@ static bool local_module(const struct tgt_local_object *obj, struct uw_module *m
 		.mem = { tgt_local_read, NULL },
 	};
 	struct cfi_hdr h = { hdr, hdr_len, obj->eh_frame_hdr };
-	if (cfi_table_init_hdr(table, &sec, &h) == 0)
+	return cfi_table_init_hdr(table, &sec, &h) == 0;
+}
+
+/* Describe the object OBJ: its .eh_frame found through .eh_frame_hdr, else
+ * from its file and indexed once (local_index.c). False: the description
+ * holds for this one use only (the index is being built). */
+static bool local_module(const struct tgt_local_object *obj, struct uw_module *m,
+			 struct cfi_table *table)
+{
+	memset(m, 0, sizeof(*m));
+	m->start = obj->start;
+	m->end = obj->end;
+	m->bias = 0; /* the tables are read at their runtime addresses */
+	m->path = (char *)obj->name;
+	if (hdr_table(obj, table)) {
 		m->eh_table = table;
-	return true;
+		return true;
+	}
+	switch (uw_local_eh_table(obj, table)) {
+	case UW_EH_INDEXED:
+		m->eh_table = table;
+		return true;
+	case UW_EH_SCAN:
+		m->eh_table = table;
+		return false;
+	case UW_EH_PENDING:
+		return false;
+	case UW_EH_NONE:
+		break;
+	}
+	return true; /* known, without CFI */
 }
 
 bool uw_local_identify(uint64_t pc, struct tgt_local_object *obj, uint64_t *tag)
@@ -99,29 +123,56 @@ const struct uw_module *uw_local_module(struct bk_space *s, const struct tgt_loc
 		sl->start = obj.start;
 		sl->handle = obj.handle;
 		sl->hdr = obj.eh_frame_hdr;
-		local_module(&obj, &sl->mod, &sl->table);
+		if (!local_module(&obj, &sl->mod, &sl->table)) {
+			/* Not for keeping: hand it over and free the slot again. */
+			*tmp = sl->mod;
+			*tmp_table = sl->table;
+			if (tmp->eh_table)
+				tmp->eh_table = tmp_table;
+			atomic_store_explicit(&sl->state, 0, memory_order_release);
+			return tmp;
+		}
 		atomic_store_explicit(&sl->state, 2, memory_order_release);
 		return &sl->mod;
 	}
 	/* Every slot taken (a process that loaded hundreds of objects): describe
-	 * the module for this one use. */
+	 * the module for this one use (id 0: its rows are not cached). */
 	local_module(&obj, tmp, tmp_table);
 	return tmp;
+}
+
+unsigned uw_local_module_id(const struct bk_space *s, const struct uw_module *m)
+{
+	uintptr_t base = (uintptr_t)s->local, at = (uintptr_t)m;
+	if (!s->local || at < base || at >= base + UW_LOCAL_SLOTS * sizeof(struct uw_local_slot))
+		return 0;
+	size_t i = (at - base) / sizeof(struct uw_local_slot);
+	return i < UW_FT_MAX_ID ? (unsigned)i + 1 : 0;
 }
 
 /* ---- Spaces ----------------------------------------------------------------- */
 
 static const struct bk_target_ops local_ops = { sizeof(local_ops), tgt_local_read };
 
-_Static_assert(sizeof(struct uw_cache_entry) == 256 &&
-		       offsetof(struct uw_cache_entry, row) == 32,
-	       "a cache entry's key and fast form share one cache line");
-static _Alignas(64) struct uw_cache_entry default_cache[UW_CACHE_ENTRIES];
+/* The default space's tables are static (zero pages until touched): a walk
+ * in a signal handler needs nothing allocated. The PC-only walk touches the
+ * rule table only (64 KiB of sets and the pool); the cursor's row cache is
+ * used by cursors and by walks the fast walk hands over. The rule table
+ * starts empty with its two fixed pool rules. */
+static struct uw_cache_entry default_cache[UW_CACHE_ENTRIES];
 static struct uw_local_slot default_slots[UW_LOCAL_SLOTS];
+static struct uw_ftab default_ftab = {
+	.nx = 2,
+	.x = { [UW_FT_XCHAIN] = { .cfa = UW_X_CFA_CHAIN } },
+};
+static _Atomic uint64_t default_memo[UW_MEMO_BLOCKS_LOCAL * UW_MEMO_WORDS];
 static struct bk_space default_space = {
 	.arch = ARCH_HOST,
 	.ops = { sizeof(struct bk_target_ops), tgt_local_read },
 	.cache = default_cache,
+	.ftab = &default_ftab,
+	.memo = default_memo,
+	.memo_blocks = UW_MEMO_BLOCKS_LOCAL,
 	.local = default_slots,
 	.static_storage = true,
 };
@@ -258,172 +309,8 @@ int bk_cursor_init_ucontext(struct bk_cursor *bc, struct bk_space *s, const void
 #endif
 }
 
-/* ---- bk_backtrace: the PC-only walk ----------------------------------------- */
+/* ---- bk_backtrace ------------------------------------------------------------ */
 
-/* The modules one walk has met: a PC inside one of them needs no
- * _dl_find_object. (Frames of the walking thread cannot be unloaded under
- * it; the cursor's per-step identification has the same window.) */
-#define WALK_MODS 4
-struct walk_mods {
-	unsigned n, next;
-	struct walk_mod {
-		struct tgt_local_object obj;
-		uint64_t tag;
-	} m[WALK_MODS];
-};
-
-static const struct walk_mod *walk_module(struct walk_mods *w, uint64_t pc)
-{
-	for (unsigned i = 0; i < w->n; i++)
-		if (pc >= w->m[i].obj.start && pc < w->m[i].obj.end)
-			return &w->m[i];
-	struct walk_mod *m = &w->m[w->next];
-	if (!uw_local_identify(pc, &m->obj, &m->tag))
-		return NULL;
-	w->next = (w->next + 1) % WALK_MODS;
-	if (w->n < WALK_MODS)
-		w->n++;
-	return m;
-}
-
-/* Where the sigreturn frame at SP keeps REGNO, or 0 if it does not. */
-static uint64_t sigframe_slot(const struct arch_info *a, uint64_t sp, unsigned regno)
-{
-	const struct arch_sigframe *sf = &a->sigframe;
-	for (unsigned i = 0; i < sf->nregs; i++)
-		if (sf->reg[i].regno == regno)
-			return sp + sf->ucontext_off + sf->gregs_off + sf->reg[i].off;
-	return 0;
-}
-
-/* The slow parts of the walk below, kept out of its loop so its variables
- * stay in registers. */
-__attribute__((noinline)) static bool walk_word(uint64_t at, uint64_t *v)
-{
-	uint64_t w;
-	if (tgt_local_read(NULL, at, &w, 8) != 0)
-		return false;
-	*v = w;
-	return true;
-}
-
-__attribute__((noinline)) static bool walk_decide(struct bk_space *s, const struct walk_mod *m,
-						  uint64_t tag, uint64_t pc, uint64_t lookup,
-						  struct uw_fast *f)
-{
-	struct uw_crow crow;
-	if (uw_local_decide(s, &m->obj, tag, pc, lookup, &crow) != 0)
-		return false;
-	uw_fast_form(s->arch, &crow, f);
-	return true;
-}
-
-/* Step over the sigreturn frame at SP = R[1]: R = the interrupted PC, SP
- * and FP. */
-__attribute__((noinline)) static bool walk_sigframe(const struct arch_info *a, uint64_t r[3])
-{
-	uint64_t sp = r[1];
-	uint64_t at_pc = sigframe_slot(a, sp, a->pc_reg), at_sp = sigframe_slot(a, sp, a->sp_reg),
-		 at_fp = sigframe_slot(a, sp, a->fp_reg);
-	return at_pc && at_sp && at_fp && tgt_local_read(NULL, at_pc, &r[0], 8) == 0 &&
-	       tgt_local_read(NULL, at_sp, &r[1], 8) == 0 && tgt_local_read(NULL, at_fp, &r[2], 8) == 0;
-}
-
-/* The walk of bk_backtrace without a cursor, from the registers REGS (DWARF
- * order) at a return address: per frame one probe of the row cache for the
- * fast form (struct uw_fast) and the loads of the return address and the
- * saved frame pointer, no indirect calls. It makes the same frames as the
- * cursor, check for check (the CFA grows except after a signal frame, at
- * most BK_MAX_FRAMES); at the first frame it cannot do that way (no fast
- * form, an unknown module, a failed read, a CFA that does not grow) it
- * returns -1 and the caller walks again with the cursor, which then also
- * says how that frame ends. Otherwise the number of PCs stored. */
-static int walk_fast(struct bk_space *s, const uint64_t *regs, void **pcs, int max)
-{
-	const struct arch_info *a = s->arch;
-	uint64_t pc = regs[a->pc_reg], sp = regs[a->sp_reg], fp = regs[a->fp_reg];
-	uint64_t lo, hi;
-	tgt_local_stack(&lo, &hi);
-	if (hi - lo < 8)
-		return -1; /* the stack is not known: every read would be a system call */
-	uint64_t span = hi - 8 - lo; /* a word at A is on the stack if A - lo <= span */
-	struct walk_mods mods;
-	mods.n = mods.next = 0;
-	const struct walk_mod *m = NULL;
-	uint64_t m_start = 0, m_len = 0, tag = 0; /* the module of the last frame */
-	/* The CFA must grow, except from a signal frame to the frame it
-	 * interrupted, which is also looked up at its PC, not PC - 1: there
-	 * cfa_prev is 0 and back is 0. */
-	uint64_t cfa_prev = 0, back = 1;
-	/* The cursor stops before a step that would make BK_MAX_FRAMES. */
-	if (max > BK_MAX_FRAMES - 1)
-		max = BK_MAX_FRAMES - 1;
-	const struct uw_cache_entry *cache = s->cache;
-	int n = 0;
-	while (n < max && pc != 0) {
-		uint64_t lookup = pc - back;
-		if (__builtin_expect(lookup - m_start >= m_len, 0)) {
-			if (!(m = walk_module(&mods, lookup)))
-				return -1;
-			m_start = m->obj.start;
-			m_len = m->obj.end - m->obj.start;
-			tag = m->tag;
-		}
-		/* The cache probe of uw_cache_get_fast, spelled out so the fields go
-		 * straight to registers. */
-		const struct uw_cache_entry *e = &cache[uw_cache_slot(lookup)];
-		uint32_t seq = atomic_load_explicit(&e->seq, memory_order_acquire);
-		struct uw_fast f = e->fast;
-		bool hit = !(seq & 1) && seq != 0 && e->pc == lookup && e->tag == tag;
-		atomic_thread_fence(memory_order_acquire);
-		if (__builtin_expect(!hit || atomic_load_explicit(&e->seq, memory_order_relaxed) != seq,
-				     0)) {
-			struct uw_fast g;
-			if (!walk_decide(s, m, tag, pc, lookup, &g))
-				return -1;
-			f = g;
-		}
-		if (__builtin_expect(f.kind != UW_FAST_CFA, 0)) {
-			if (f.kind != UW_FAST_SIGNAL)
-				return f.kind == UW_FAST_END ? n : -1;
-			uint64_t r[3] = { 0, sp, 0 };
-			if (!walk_sigframe(a, r))
-				return -1;
-			pc = r[0];
-			sp = r[1];
-			fp = r[2];
-			cfa_prev = 0;
-			back = 0;
-			pcs[n++] = (void *)(uintptr_t)pc;
-			continue;
-		}
-		uint64_t cfa = (f.cfa_fp ? fp : sp) + (uint64_t)(int64_t)f.cfa_off, v;
-		uint64_t at = cfa + (uint64_t)(int64_t)f.ra_off;
-		if (cfa <= cfa_prev)
-			return -1;
-		if (at - lo <= span)
-			pc = tgt_local_stack_word(at);
-		else if (!walk_word(at, &v))
-			return -1;
-		else
-			pc = v;
-		if (f.fp_saved) {
-			at = cfa + (uint64_t)(int64_t)f.fp_off;
-			if (at - lo <= span)
-				fp = tgt_local_stack_word(at);
-			else if (!walk_word(at, &v))
-				return -1;
-			else
-				fp = v;
-		}
-		sp = cfa_prev = cfa;
-		back = 1;
-		pcs[n++] = (void *)(uintptr_t)pc;
-	}
-	return n;
-}
-
-_Atomic unsigned long uw_fast_handovers;
 
 /* bk_backtrace's walk from a capture REGS: the fast walk, or the cursor's
  * (also where the fast walk hands over). */
@@ -433,7 +320,7 @@ static int backtrace_from(const uint64_t *regs, void **pcs, int max, bool fast)
 		return 0;
 	tgt_local_note_stack(regs[7]);
 	if (fast) {
-		int n = walk_fast(&default_space, regs, pcs, max);
+		int n = uw_walk_pcs(&default_space, regs, false, pcs, max);
 		if (n >= 0)
 			return n;
 		atomic_fetch_add_explicit(&uw_fast_handovers, 1, memory_order_relaxed);

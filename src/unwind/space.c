@@ -22,7 +22,13 @@ int bk_space_create(enum bk_arch arch, const struct bk_target_ops *ops, void *ct
 	if (!s)
 		return BK_E_NOMEM;
 	s->cache = base_calloc(UW_CACHE_ENTRIES, sizeof(*s->cache));
-	if (!s->cache) {
+	s->ftab = uw_ftab_new();
+	s->memo = base_calloc(UW_MEMO_BLOCKS * UW_MEMO_WORDS, sizeof(*s->memo));
+	s->memo_blocks = UW_MEMO_BLOCKS;
+	if (!s->cache || !s->ftab || !s->memo) {
+		base_free(s->cache);
+		uw_ftab_free(s->ftab);
+		base_free((void *)s->memo);
 		base_free(s);
 		return BK_E_NOMEM;
 	}
@@ -48,6 +54,8 @@ void bk_space_destroy(struct bk_space *s)
 		module_free(&s->mods[i]);
 	base_free(s->mods);
 	base_free(s->cache);
+	uw_ftab_free(s->ftab);
+	base_free((void *)s->memo);
 	base_free(s->local);
 	base_free(s->owned_ctx);
 	if (s->sym_state_free)
@@ -60,6 +68,17 @@ enum bk_arch bk_space_arch(const struct bk_space *s)
 	return s->arch->arch;
 }
 
+void uw_space_forget_rows(struct bk_space *s)
+{
+	for (size_t i = 0; i < UW_CACHE_ENTRIES; i++) {
+		atomic_store(&s->cache[i].seq, 0);
+		s->cache[i].pc = 0;
+	}
+	uw_ftab_clear(s->ftab);
+	for (size_t i = 0; i < (size_t)s->memo_blocks * UW_MEMO_WORDS; i++)
+		atomic_store_explicit(&s->memo[i], 0, memory_order_relaxed);
+}
+
 /* The flags change which stepper a PC gets, and the cache keeps that
  * decision: every cached row goes. */
 int bk_space_set_flags(struct bk_space *s, unsigned flags)
@@ -69,10 +88,7 @@ int bk_space_set_flags(struct bk_space *s, unsigned flags)
 	if (s->static_storage)
 		return BK_E_INVAL; /* the process-wide space is shared */
 	s->flags = flags;
-	for (size_t i = 0; i < UW_CACHE_ENTRIES; i++) {
-		atomic_store(&s->cache[i].seq, 0);
-		s->cache[i].pc = 0;
-	}
+	uw_space_forget_rows(s);
 	return 0;
 }
 
@@ -129,11 +145,9 @@ int uw_space_add(struct bk_space *s, uint64_t start, uint64_t end, uint64_t base
 	}
 	s->mods[at] = m;
 	s->nmods++;
-	/* Cached rows may describe the code that was replaced. */
-	for (size_t i = 0; i < UW_CACHE_ENTRIES; i++) {
-		atomic_store(&s->cache[i].seq, 0);
-		s->cache[i].pc = 0;
-	}
+	/* Cached rows may describe the code that was replaced, and module
+	 * indexes (the rule table's module ids) have moved. */
+	uw_space_forget_rows(s);
 	return 0;
 }
 
@@ -173,22 +187,48 @@ int bk_space_module_at(const struct bk_space *s, uint64_t addr, struct bk_module
 	return 0;
 }
 
-/* ---- Row cache ------------------------------------------------------------ */
+/* ---- Row cache ------------------------------------------------------------
+ *
+ * Two ways per set: entries uw_cache_slot(pc) and the one after it. A row
+ * goes to an empty way, else to the way its PC's hash bit picks, so two hot
+ * PCs of one set do not evict each other. */
+
+static struct uw_cache_entry *cache_way(struct bk_space *s, uint64_t pc, uint64_t tag)
+{
+	struct uw_cache_entry *e = &s->cache[uw_cache_slot(pc)];
+	for (unsigned w = 0; w < 2; w++) {
+		uint32_t seq = atomic_load_explicit(&e[w].seq, memory_order_relaxed);
+		if (!(seq & 1) && seq != 0 && e[w].pc == pc && e[w].tag == tag)
+			return &e[w];
+	}
+	return NULL;
+}
 
 bool uw_cache_get(struct bk_space *s, uint64_t pc, uint64_t tag, struct uw_crow *row)
 {
 	struct uw_cache_entry *e = &s->cache[uw_cache_slot(pc)];
-	uint32_t seq = atomic_load_explicit(&e->seq, memory_order_acquire);
-	if ((seq & 1) || seq == 0 || e->pc != pc || e->tag != tag)
-		return false;
-	memcpy(row, &e->row, uw_crow_size(&e->row));
-	atomic_thread_fence(memory_order_acquire);
-	return atomic_load_explicit(&e->seq, memory_order_relaxed) == seq;
+	for (unsigned w = 0; w < 2; w++) {
+		uint32_t seq = atomic_load_explicit(&e[w].seq, memory_order_acquire);
+		if ((seq & 1) || seq == 0 || e[w].pc != pc || e[w].tag != tag)
+			continue;
+		memcpy(row, &e[w].row, uw_crow_size(&e[w].row));
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&e[w].seq, memory_order_relaxed) == seq)
+			return true;
+	}
+	return false;
 }
 
 void uw_cache_put(struct bk_space *s, uint64_t pc, uint64_t tag, const struct uw_crow *row)
 {
-	struct uw_cache_entry *e = &s->cache[uw_cache_slot(pc)];
+	struct uw_cache_entry *e = cache_way(s, pc, tag);
+	if (!e) {
+		e = &s->cache[uw_cache_slot(pc)];
+		if (atomic_load_explicit(&e[0].seq, memory_order_relaxed) != 0)
+			e += atomic_load_explicit(&e[1].seq, memory_order_relaxed) == 0
+				     ? 1
+				     : (pc * 0x9e3779b97f4a7c15ull) >> 52 & 1;
+	}
 	uint32_t seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
 	if ((seq & 1) ||
 	    !atomic_compare_exchange_strong_explicit(&e->seq, &seq, seq + 1,
@@ -197,46 +237,6 @@ void uw_cache_put(struct bk_space *s, uint64_t pc, uint64_t tag, const struct uw
 	atomic_thread_fence(memory_order_release);
 	e->pc = pc;
 	e->tag = tag;
-	uw_fast_form(s->arch, row, &e->fast);
 	memcpy(&e->row, row, uw_crow_size(row));
 	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
-}
-
-void uw_fast_form(const struct arch_info *a, const struct uw_crow *r, struct uw_fast *out)
-{
-	unsigned sps = arch_slot(a, a->sp_reg), fps = arch_slot(a, a->fp_reg);
-	memset(out, 0, sizeof(*out));
-	if (r->kind == UW_KIND_SIGNAL) {
-		out->kind = UW_FAST_SIGNAL;
-		return;
-	}
-	if (r->kind != UW_KIND_CFI)
-		return;
-	if (r->ra_undefined) {
-		out->kind = UW_FAST_END;
-		return;
-	}
-	if ((r->cfa_slot != sps && r->cfa_slot != fps) || (r->ruled >> sps & 1) ||
-	    r->ra_signed || r->ra_index == 0xff || r->saved[r->ra_index].kind != BK_RULE_OFFSET)
-		return;
-	int32_t fp_off = 0;
-	if (r->ruled >> fps & 1) {
-		unsigned i = 0;
-		while (r->saved[i].slot != fps)
-			i++;
-		if (r->saved[i].kind == BK_RULE_OFFSET) {
-			out->fp_saved = 1;
-			fp_off = r->saved[i].off;
-			out->fp_off = (int16_t)fp_off;
-		} else if (r->saved[i].kind != BK_RULE_SAME_VALUE) {
-			return;
-		}
-	}
-	out->cfa_fp = r->cfa_slot == fps;
-	out->cfa_off = (int32_t)r->cfa_off;
-	out->ra_off = (int16_t)r->saved[r->ra_index].off;
-	if (out->cfa_off != r->cfa_off || out->ra_off != r->saved[r->ra_index].off ||
-	    out->fp_off != fp_off)
-		return;
-	out->kind = UW_FAST_CFA;
 }

@@ -92,43 +92,99 @@ static inline size_t uw_crow_size(const struct uw_crow *r)
 	return offsetof(struct uw_crow, saved) + n * sizeof(r->saved[0]);
 }
 
-/* The same decision reduced to what a walk that wants only PCs needs (the
- * profiler's bk_backtrace): the CFA from the SP or the frame pointer plus an
- * offset, the return address in memory at the CFA plus an offset, the
- * caller's frame pointer unchanged or in memory. Anything else (expressions,
- * registers saved in registers, a CFA on another register, no CFI) is
- * UW_FAST_NONE: such a walk hands over to the cursor. Derived from the
- * compiled row when it is cached (uw_fast_form). */
-enum uw_fast_kind {
-	UW_FAST_NONE = 0,  /* use the cursor */
-	UW_FAST_CFA,       /* the fields below */
-	UW_FAST_END,       /* the return address is undefined: outermost frame */
-	UW_FAST_SIGNAL,    /* the sigreturn trampoline */
+/* ---- The PC-only walk's rule table (src/unwind/fast.c) ---------------------
+ *
+ * bk_backtrace (and any walk that wants PCs only) keeps three registers
+ * per frame: PC, SP and the frame pointer. How to step each frame is
+ * compiled into a 22-bit rule and cached in a set-associative table of
+ * single 64-bit words: key (module id, offset of the lookup PC in the
+ * module) << 22 | rule. One word needs no lock and no sequence number: a
+ * reader sees a whole old or a whole new entry. A rule too wide for 22
+ * bits is an index into a pool of wider rules (struct uw_xrule), published
+ * before the entry that names it.
+ *
+ *   rule & 3   meaning              other bits
+ *   0          pool rule            index (bits 2..21); index 0: no fast
+ *                                   form (the walk hands over to the cursor)
+ *   1          CFA inline           bit 2: CFA on FP (else SP); bits 3..12:
+ *                                   CFA offset / 8; bits 13..16: RA at
+ *                                   CFA - 8 * (k + 1); bits 17..21: FP at
+ *                                   CFA - 8 * k, 0 = FP unchanged
+ *   2          outermost frame      (the return address is undefined)
+ *   3          signal frame         (the sigreturn trampoline)
+ */
+#define UW_FT_SETS 1024         /* 64 KiB of 64-byte sets */
+#define UW_FT_WAYS 8
+#define UW_FT_XRULES 2048
+#define UW_FT_RULE_BITS 22
+#define UW_FT_RULE_MASK ((1u << UW_FT_RULE_BITS) - 1)
+#define UW_FT_MAX_ID 1023       /* module ids fit 10 bits; 0: not cacheable */
+#define UW_FT_XCHAIN 1          /* pool rule 1: the frame-pointer chain (no CFI) */
+
+enum uw_xcfa {
+	UW_X_CFA_SP,        /* CFA = SP + cfa_off */
+	UW_X_CFA_FP,        /* CFA = FP + cfa_off */
+	UW_X_CFA_FP_DEREF,  /* CFA = *(FP + cfa_off): DW_OP_bregFP N; DW_OP_deref (DRAP) */
+	UW_X_CFA_SP_DEREF,  /* CFA = *(SP + cfa_off) */
+	UW_X_CFA_CHAIN,     /* no CFI: the frame record at FP (end at FP 0) */
 };
-struct uw_fast {
+enum uw_xfp {
+	UW_X_FP_SAME,       /* unchanged */
+	UW_X_FP_AT_CFA,     /* at CFA + fp_off */
+	UW_X_FP_AT_FP,      /* at FP + fp_off: DW_CFA_expression DW_OP_bregFP N */
+	UW_X_FP_VAL_CFA,    /* is CFA + fp_off */
+};
+#define UW_X_RA_SIGNED 1    /* AArch64: strip pointer authentication */
+struct uw_xrule {
 	int32_t cfa_off;
-	int16_t ra_off;    /* return address at CFA + ra_off */
-	int16_t fp_off;
-	uint8_t kind;
-	uint8_t cfa_fp;    /* CFA = FP + cfa_off, else SP + cfa_off */
-	uint8_t fp_saved;  /* caller's FP at CFA + fp_off, else unchanged */
+	int32_t ra_off;     /* RA at CFA + ra_off */
+	int32_t fp_off;
+	uint8_t cfa, fp, flags, pad;
 };
 
-/* A direct-mapped cache of compiled rows keyed by lookup PC, safe against
- * concurrent readers and writers without locks: a writer claims an entry by
- * moving its sequence number from even to odd with compare-and-swap (and
- * simply skips caching when it cannot), a reader accepts an entry only when
- * the sequence is even and unchanged across its read. The key and the fast
- * form come first, in 32 bytes, and an entry is 256 bytes: in an array
- * aligned to 64 bytes (the default local space's) a PC-only walk touches one
- * cache line per frame. */
+struct uw_ftab {
+	_Alignas(64) _Atomic uint64_t set[UW_FT_SETS][UW_FT_WAYS];
+	_Atomic uint32_t nx;      /* pool rules in use (0 and UW_FT_XCHAIN fixed) */
+	_Atomic uint32_t victim;  /* spreads replacements over the ways */
+	struct uw_xrule x[UW_FT_XRULES];
+};
+
+/* The walk memo: table entries (the same self-checking words) remembered by
+ * the stack position of the frame they stepped, (SP / 8) mod UW_MEMO_WORDS,
+ * in a block per thread (chosen by the thread's stack). The SP of a frame is
+ * known before its PC has been loaded, so on a memo hit the loads of
+ * successive frames do not wait for one another; the key check, made when
+ * the PC arrives, confirms the guess. Any block may be shared by threads
+ * or overwritten: an entry is one word, right for its key or not used. */
+#define UW_MEMO_WORDS 512       /* a 4 KiB block */
+#define UW_MEMO_BLOCKS_LOCAL 32 /* the default local space's threads */
+#define UW_MEMO_BLOCKS 4        /* any other space's */
+
+/* Empty T (every entry, every pool rule). Cold: no walk may run. */
+BK_HIDDEN void uw_ftab_clear(struct uw_ftab *t);
+/* A table from the allocation funnel (aligned), or NULL; and its release. */
+BK_HIDDEN struct uw_ftab *uw_ftab_new(void);
+BK_HIDDEN void uw_ftab_free(struct uw_ftab *t);
+/* The PCs of the walk from REGS (DWARF numbering; the PC, SP and frame
+ * pointer are used), innermost first; AT_PC: the first frame was
+ * interrupted (look it up at its PC), else the PC is a return address.
+ * Returns how many PCs were stored, or -1 when a frame needs more than the
+ * three registers (the caller walks again with the cursor, which makes the
+ * same frames; uw_fast_handovers counts it). AS-safe. */
+BK_HIDDEN int uw_walk_pcs(struct bk_space *s, const uint64_t *regs, bool at_pc, void **pcs,
+			  int max);
+
+/* The cursor's cache of compiled rows keyed by lookup PC, two-way
+ * set-associative, safe against concurrent readers and writers without
+ * locks: a writer claims an entry by moving its sequence number from even
+ * to odd with compare-and-swap (and simply skips caching when it cannot), a
+ * reader accepts an entry only when the sequence is even and unchanged
+ * across its read. */
 struct uw_cache_entry {
 	_Atomic uint32_t seq;
-	struct uw_fast fast;
 	uint64_t pc;
 	uint64_t tag;      /* identity of the module the row came from */
 	struct uw_crow row;
-	uint8_t pad[256 - 32 - sizeof(struct uw_crow)];
 };
 #define UW_CACHE_ENTRIES 4096
 
@@ -151,6 +207,9 @@ struct bk_space {
 	struct uw_module *mods; /* sorted by start, not overlapping */
 	size_t nmods, cap;
 	struct uw_cache_entry *cache;
+	struct uw_ftab *ftab;   /* the PC-only walk's rules */
+	_Atomic uint64_t *memo; /* memo_blocks blocks of UW_MEMO_WORDS */
+	unsigned memo_blocks;
 	/* This process (bk_space_create_local, bk_backtrace): modules come from
 	 * the dynamic linker instead of mods[]. */
 	struct uw_local_slot *local;
@@ -175,11 +234,25 @@ BK_HIDDEN const struct uw_module *uw_local_module(struct bk_space *s,
 BK_HIDDEN const struct uw_module *uw_local_find(struct bk_space *s, uint64_t pc,
 						struct uw_module *tmp, struct cfi_table *tmp_table,
 						uint64_t *tag);
+/* A module of this process without a usable .eh_frame_hdr: its .eh_frame,
+ * found from its file and indexed once per process into mmap'ed memory by
+ * the first walk that meets it (local_index.c). T becomes the table:
+ * INDEXED (keep it), SCAN (the index is being built elsewhere: a scan table
+ * for this one use), PENDING (nothing yet, for this one use) or NONE (no
+ * .eh_frame found: the module has no CFI). AS-safe. */
+enum uw_eh_result { UW_EH_NONE, UW_EH_INDEXED, UW_EH_SCAN, UW_EH_PENDING };
+BK_HIDDEN enum uw_eh_result uw_local_eh_table(const struct tgt_local_object *obj,
+					      struct cfi_table *t);
+/* Tests: called by the builder of an index once the section is found and
+ * before it is indexed (a signal raised there meets a module being built). */
+BK_HIDDEN extern void (*uw_local_index_hook)(void);
 
 /* Add a module spanning [START, END) whose lowest PT_LOAD is at BASE; ELF
  * (may be NULL: a module known by name only) is taken over. Cold. */
 BK_HIDDEN int uw_space_add(struct bk_space *s, uint64_t start, uint64_t end, uint64_t base,
 			   const char *name, struct bk_elf *elf);
+/* Drop every cached row and rule (cold: no walk may run). */
+BK_HIDDEN void uw_space_forget_rows(struct bk_space *s);
 /* The module containing runtime address PC, or NULL. AS-safe. */
 BK_HIDDEN const struct uw_module *uw_space_find(const struct bk_space *s, uint64_t pc);
 /* Cached rows carry a TAG naming the module they came from: a local space
@@ -190,30 +263,18 @@ BK_HIDDEN void uw_cache_put(struct bk_space *s, uint64_t pc, uint64_t tag, const
 static inline size_t uw_cache_slot(uint64_t pc)
 {
 	uint64_t h = pc * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 52) & (UW_CACHE_ENTRIES - 1);
+	return (size_t)(h >> 52) & (UW_CACHE_ENTRIES - 2); /* even: a set of two */
 }
-/* The fast form of the row cached for PC and TAG, if there is one. AS-safe;
- * inline because a PC-only walk does nothing else per frame. */
-static inline bool uw_cache_get_fast(const struct bk_space *s, uint64_t pc, uint64_t tag,
-				     struct uw_fast *out)
-{
-	const struct uw_cache_entry *e = &s->cache[uw_cache_slot(pc)];
-	uint32_t seq = atomic_load_explicit(&e->seq, memory_order_acquire);
-	if ((seq & 1) || seq == 0 || e->pc != pc || e->tag != tag)
-		return false;
-	*out = e->fast;
-	atomic_thread_fence(memory_order_acquire);
-	return atomic_load_explicit(&e->seq, memory_order_relaxed) == seq;
-}
-/* Reduce a compiled row to its fast form (kind UW_FAST_NONE if it has none). */
-BK_HIDDEN void uw_fast_form(const struct arch_info *a, const struct uw_crow *r,
-			    struct uw_fast *out);
-/* Decide how the frame at PC of this process (module OBJ, cache tag TAG) is
- * unwound, the way a cursor step would, and cache the decision. LOOKUP is
- * PC or PC - 1. AS-safe. */
-struct tgt_local_object;
-BK_HIDDEN int uw_local_decide(struct bk_space *s, const struct tgt_local_object *obj,
-			      uint64_t tag, uint64_t pc, uint64_t lookup, struct uw_crow *crow);
+/* How the frame at PC (looked up at LOOKUP) in module M (NULL: none known)
+ * is unwound: the sigreturn trampoline, a CFI row (compiled into *CROW; the
+ * full row in *T, *CIE, *ROW) or no CFI at all (kind UW_KIND_NONE). The
+ * cursor's steps and the PC-only walk's rules both come from here. AS-safe. */
+BK_HIDDEN int uw_decide(struct bk_space *s, const struct uw_module *m, uint64_t pc,
+			uint64_t lookup, struct uw_crow *crow, const struct cfi_table **t,
+			struct cfi_cie *cie, struct cfi_row *row);
+/* The modules of a local space are slots; a slot's index + 1 names it in
+ * the PC-only walk's table (0 for a module described for one use). */
+BK_HIDDEN unsigned uw_local_module_id(const struct bk_space *s, const struct uw_module *m);
 
 /* bk_backtrace walked by the cursor alone, never the fast walk: the
  * reference the fast walk is tested against. */
