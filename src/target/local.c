@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sys/auxv.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -159,4 +160,23 @@ int tgt_local_find_object(uint64_t addr, struct tgt_local_object *out)
 		out->eh_frame_hdr = main.eh_frame_hdr;
 	}
 	return 0;
+}
+
+size_t tgt_local_permanent(uint64_t *addr, size_t max)
+{
+	/* Objects of this process that are never unloaded: the program, the
+	 * dynamic linker, the vDSO (from the auxiliary vector, a static copy:
+	 * AS-safe), the C library and this library (our own code). */
+	uint64_t cand[5] = {
+		getauxval(AT_PHDR),
+		getauxval(AT_BASE),
+		getauxval(AT_SYSINFO_EHDR),
+		(uint64_t)(uintptr_t)&getpid,
+		(uint64_t)(uintptr_t)&tgt_local_permanent,
+	};
+	size_t n = 0;
+	for (size_t i = 0; i < 5 && n < max; i++)
+		if (cand[i])
+			addr[n++] = cand[i];
+	return n;
 }

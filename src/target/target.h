@@ -123,6 +123,10 @@ static inline BK_NO_ASAN uint64_t tgt_local_stack_word(uint64_t addr)
 /* Read our own memory without faulting: 0 or BK_E_MEMORY. */
 BK_HIDDEN int tgt_local_read(void *ctx, uint64_t addr, void *dst, size_t len);
 
+/* Up to MAX addresses, each inside an object of this process that is never
+ * unloaded (the program, the dynamic linker, the vDSO, the C library, this
+ * library); returns how many. AS-safe. */
+BK_HIDDEN size_t tgt_local_permanent(uint64_t *addr, size_t max);
 /* The loaded object holding ADDR: from _dl_find_object; the main program
  * from its program headers when it has no PT_GNU_EH_FRAME (a static
  * program: _dl_find_object gives only the segment holding ADDR); the main

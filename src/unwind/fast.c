@@ -38,7 +38,7 @@ _Static_assert(UW_FT_XRULES <= (1u << (UW_FT_RULE_BITS - 2)), "pool index fits t
 
 _Atomic unsigned long uw_fast_handovers;
 
-enum { R_POOL = 0, R_CFA = 1, R_END = 2, R_SIGNAL = 3 };
+enum { R_CFA = 0, R_POOL = 1, R_END = 2, R_SIGNAL = 3 };
 #define HASH_MUL 0x9e3779b97f4a7c15ull
 #define SET_SHIFT (64 - 10) /* UW_FT_SETS = 1 << 10 */
 _Static_assert(UW_FT_SETS == 1u << 10 && UW_FT_WAYS == 8, "set and way bits below");
@@ -274,12 +274,43 @@ struct walk_mod {
 	uint64_t start, len;
 	uint64_t keyhi;                 /* module id << 32, or NOKEY */
 	const struct uw_module *m;      /* of a space with a module array */
-	struct tgt_local_object obj;    /* of a local space */
+	struct tgt_local_object obj;    /* of a local space, unless perm */
+	bool perm;                      /* a permanent module: obj not filled */
 };
 struct walk_mods {
 	unsigned n, next;
 	struct walk_mod m[WALK_MODS];
 };
+
+/* Learn the modules of local space S that are never unloaded (once; a
+ * walk that finds another learning them goes without). */
+static void learn_permanent(struct bk_space *s)
+{
+	uint32_t zero = 0;
+	if (!atomic_compare_exchange_strong_explicit(&s->perm_state, &zero, 1,
+						     memory_order_acquire, memory_order_relaxed))
+		return;
+	uint64_t addr[5];
+	size_t n = tgt_local_permanent(addr, 5);
+	uint32_t np = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct tgt_local_object obj;
+		uint64_t tag;
+		struct uw_module tmp;
+		struct cfi_table tmp_table;
+		if (!uw_local_identify(addr[i], &obj, &tag))
+			continue;
+		unsigned id = uw_local_module_id(s, uw_local_module(s, &obj, &tmp, &tmp_table));
+		uint64_t len = obj.end - obj.start;
+		bool dup = false;
+		for (uint32_t j = 0; j < np; j++)
+			dup |= s->perm[j].start == obj.start;
+		if (id && len <= ((uint64_t)1 << 32) && !dup)
+			s->perm[np++] = (struct uw_perm){ obj.start, len, (uint64_t)id << 32 };
+	}
+	s->nperm = np;
+	atomic_store_explicit(&s->perm_state, 2, memory_order_release);
+}
 
 static const struct walk_mod *walk_module(struct bk_space *s, struct walk_mods *w, uint64_t pc)
 {
@@ -290,6 +321,24 @@ static const struct walk_mod *walk_module(struct bk_space *s, struct walk_mods *
 	wm->m = NULL;
 	unsigned id = 0;
 	if (s->local) {
+		uint32_t st = atomic_load_explicit(&s->perm_state, memory_order_acquire);
+		if (st == 0) {
+			learn_permanent(s);
+			st = atomic_load_explicit(&s->perm_state, memory_order_acquire);
+		}
+		for (uint32_t i = 0; st == 2 && i < s->nperm; i++) {
+			const struct uw_perm *p = &s->perm[i];
+			if (pc - p->start < p->len) {
+				/* No slot lookup: the walk needs only the range and
+				 * the key until a rule must be decided. */
+				wm->start = p->start;
+				wm->len = p->len;
+				wm->keyhi = p->keyhi;
+				wm->perm = true;
+				goto found;
+			}
+		}
+		wm->perm = false;
 		uint64_t tag;
 		if (!uw_local_identify(pc, &wm->obj, &tag))
 			return NULL;
@@ -311,6 +360,7 @@ static const struct walk_mod *walk_module(struct bk_space *s, struct walk_mods *
 	if (wm->len > ((uint64_t)1 << 32))
 		id = 0; /* offsets would not fit the key */
 	wm->keyhi = id ? (uint64_t)id << 32 : NOKEY;
+found:
 	w->next = (w->next + 1) % WALK_MODS;
 	if (w->n < WALK_MODS)
 		w->n++;
@@ -334,8 +384,13 @@ __attribute__((noinline)) static uint32_t walk_rule(struct bk_space *s,
 	const struct uw_module *m = wm->m;
 	struct uw_module tmp;
 	struct cfi_table tmp_table;
-	if (s->local)
-		m = uw_local_module(s, &wm->obj, &tmp, &tmp_table);
+	if (s->local) {
+		struct tgt_local_object obj = wm->obj;
+		uint64_t tag;
+		if (wm->perm && !uw_local_identify(lookup, &obj, &tag))
+			return R_POOL; /* cannot happen: a permanent module */
+		m = uw_local_module(s, &obj, &tmp, &tmp_table);
+	}
 	uint32_t rule = decide_rule(s, m, pc, lookup);
 	if (wm->keyhi != NOKEY)
 		ft_put(s->ftab, key, rule);
@@ -612,12 +667,14 @@ int uw_walk_pcs(struct bk_space *s, const uint64_t *regs, bool at_pc, void **pcs
 	uint64_t pc = r.pc, sp = r.sp, fp = r.fp, top = window_top(&w.mem, sp);
 	/* The module of the last frame; keyhi NOKEY: nothing there is cached. */
 	uint64_t m_start = 0, m_len = 0, keyhi = NOKEY;
-	while (out < end && pc != 0) {
+	while (out < end) {
 		/* The memo's guess, from the SP alone. */
 		_Atomic uint64_t *me = &memo[(sp >> 3) % UW_MEMO_WORDS];
 		uint64_t e = atomic_load_explicit(me, memory_order_relaxed);
 		uint64_t lookup = pc - 1, off = lookup - m_start;
 		if (__builtin_expect(off >= m_len, 0)) {
+			if (pc == 0)
+				break; /* PC 0 (the lookup wraps, so it is never in a module) */
 			const struct walk_mod *wm = walk_module(s, &w.mods, lookup);
 			m_start = wm ? wm->start : lookup;
 			m_len = wm ? wm->len : 0;
@@ -628,7 +685,7 @@ int uw_walk_pcs(struct bk_space *s, const uint64_t *regs, bool at_pc, void **pcs
 		if (__builtin_expect(e >> UW_FT_RULE_BITS != key, 0))
 			e = walk_miss(&w, me, key, pc, lookup);
 		uint64_t cfa = ((e & 4) ? fp : sp) + (e & 0x1ff8);
-		if (__builtin_expect((e & 3) == R_CFA && cfa > sp && cfa < top, 1)) {
+		if (__builtin_expect(!(e & 3) && cfa > sp && cfa < top, 1)) {
 			pc = tgt_local_stack_word(cfa - ((e >> 10 & 0x78) + 8));
 			uint64_t fp_back = e >> 14 & 0xf8;
 			if (fp_back)

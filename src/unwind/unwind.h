@@ -104,12 +104,12 @@ static inline size_t uw_crow_size(const struct uw_crow *r)
  * before the entry that names it.
  *
  *   rule & 3   meaning              other bits
- *   0          pool rule            index (bits 2..21); index 0: no fast
- *                                   form (the walk hands over to the cursor)
- *   1          CFA inline           bit 2: CFA on FP (else SP); bits 3..12:
+ *   0          CFA inline           bit 2: CFA on FP (else SP); bits 3..12:
  *                                   CFA offset / 8; bits 13..16: RA at
  *                                   CFA - 8 * (k + 1); bits 17..21: FP at
  *                                   CFA - 8 * k, 0 = FP unchanged
+ *   1          pool rule            index (bits 2..21); index 0: no fast
+ *                                   form (the walk hands over to the cursor)
  *   2          outermost frame      (the return address is undefined)
  *   3          signal frame         (the sigreturn trampoline)
  */
@@ -213,6 +213,14 @@ struct bk_space {
 	/* This process (bk_space_create_local, bk_backtrace): modules come from
 	 * the dynamic linker instead of mods[]. */
 	struct uw_local_slot *local;
+	/* Modules of this process never unloaded (tgt_local_permanent), learned
+	 * by the first walk: a PC in one needs no _dl_find_object. perm_state:
+	 * 0 not learned, 1 being learned, 2 ready (nperm entries). */
+	_Atomic uint32_t perm_state;
+	uint32_t nperm;
+	struct uw_perm {
+		uint64_t start, len, keyhi;
+	} perm[5];
 	bool static_storage;   /* the default local space: nothing to free */
 	void *owned_ctx;       /* freed with the space (a snapshot's regions) */
 	/* Symbols opened by src/sym for this space, freed with it. The layer
