@@ -225,6 +225,7 @@ struct cfi_table {
 	const uint8_t *hdr_table;
 	size_t hdr_count;
 	uint8_t hdr_enc;
+	bool hdr_lazy;          /* entries checked by the lookups that visit them */
 	struct base_ptr_ctx hdr_ctx;
 	/* Otherwise the built index; INDEX_BORROWED: memory the table does not
 	 * own (cfi_table_init_mem, cfi_table_init_index). */
@@ -250,9 +251,12 @@ struct cfi_hdr {
 /* Build the lookup table of SEC (copied). HDR may be NULL. Cold. */
 BK_HIDDEN int cfi_table_init(struct cfi_table *t, const struct cfi_section *sec,
 			     const struct cfi_hdr *hdr);
-/* The same restricted to the .eh_frame_hdr table: never allocates, so it
- * may run in a signal handler; BK_E_UNSUPPORTED when the header is absent
- * or fails validation. The table needs no cfi_table_free. */
+/* The same restricted to the .eh_frame_hdr table, adopted lazily: the
+ * header is checked now, each entry when a lookup's binary search visits it
+ * (sorted along the path; the entry found must frame an FDE covering the
+ * PC, as every lookup checks). Never allocates and touches only the pages a
+ * lookup needs, so it may run in a signal handler; BK_E_UNSUPPORTED when
+ * the header is absent or unusable. The table needs no cfi_table_free. */
 BK_HIDDEN int cfi_table_init_hdr(struct cfi_table *t, const struct cfi_section *sec,
 				 const struct cfi_hdr *hdr);
 /* The index of cfi_table_init, built into MEM (CAP entries) with no

@@ -4,7 +4,9 @@
  *   - the binary-search table of .eh_frame_hdr (LSB 5.0 §10.6.2), used only
  *     after it passes validation at init: version 1, a fixed-size encoding,
  *     the eh_frame_ptr naming this very section, at least one entry, entries
- *     sorted by initial location and each framing an FDE of the section;
+ *     sorted by initial location and each framing an FDE of the section
+ *     (cfi_table_init; cfi_table_init_hdr, for this process's own modules,
+ *     checks the header at init and the entries as lookups visit them);
  *   - otherwise an index of (pc_begin, pc_end, offset) built once by walking
  *     the whole section, sorted by pc_begin. FDEs that fail to decode are
  *     counted and left out; a broken length field ends the walk there. The
@@ -51,8 +53,9 @@ static int hdr_entry(const struct cfi_table *t, size_t i, uint64_t *loc, uint64_
 	return err ? err : base_read_pointer(&b, t->hdr_enc, &t->hdr_ctx, fde_addr);
 }
 
-/* Adopt the .eh_frame_hdr table if it is usable; false leaves T unchanged. */
-static bool try_hdr(struct cfi_table *t, const struct cfi_hdr *hdr)
+/* Adopt the .eh_frame_hdr table if it is usable; false leaves T unchanged.
+ * LAZY: check the header only; lookups check the entries they visit. */
+static bool try_hdr(struct cfi_table *t, const struct cfi_hdr *hdr, bool lazy)
 {
 	struct buf b = buf_make(hdr->data, hdr->len);
 	uint8_t version, ptr_enc, count_enc, table_enc;
@@ -85,6 +88,9 @@ static bool try_hdr(struct cfi_table *t, const struct cfi_hdr *hdr)
 	t->hdr_count = (size_t)count;
 	t->hdr_enc = table_enc;
 	t->hdr_ctx = ctx;
+	t->hdr_lazy = lazy;
+	if (lazy)
+		return true;
 
 	uint64_t prev = 0;
 	for (size_t i = 0; i < t->hdr_count; i++) {
@@ -280,14 +286,14 @@ int cfi_table_init_hdr(struct cfi_table *t, const struct cfi_section *sec, const
 {
 	memset(t, 0, sizeof(*t));
 	t->sec = *sec;
-	return sec->is_eh && hdr && hdr->data && try_hdr(t, hdr) ? 0 : BK_E_UNSUPPORTED;
+	return sec->is_eh && hdr && hdr->data && try_hdr(t, hdr, true) ? 0 : BK_E_UNSUPPORTED;
 }
 
 int cfi_table_init(struct cfi_table *t, const struct cfi_section *sec, const struct cfi_hdr *hdr)
 {
 	memset(t, 0, sizeof(*t));
 	t->sec = *sec;
-	if (sec->is_eh && hdr && hdr->data && try_hdr(t, hdr))
+	if (sec->is_eh && hdr && hdr->data && try_hdr(t, hdr, false))
 		return 0;
 	int err = build_index(t);
 	if (err)
@@ -310,18 +316,26 @@ int cfi_table_find(const struct cfi_table *t, uint64_t pc, struct cfi_fde *fde,
 	size_t lo = 0, hi;
 	int err;
 
-	/* Find the last entry whose start is <= pc. */
+	/* Find the last entry whose start is <= pc. A table adopted lazily
+	 * must be sorted along the search's path: every entry visited lies
+	 * between the nearest ones visited on either side. */
 	if (t->hdr_table) {
 		hi = t->hdr_count;
+		uint64_t floor_loc = 0, ceil_loc = UINT64_MAX;
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
 			uint64_t loc, addr;
 			if ((err = hdr_entry(t, mid, &loc, &addr)))
 				return err;
-			if (loc <= pc)
+			if (t->hdr_lazy && (loc < floor_loc || loc > ceil_loc))
+				return BK_CORRUPT;
+			if (loc <= pc) {
 				lo = mid + 1;
-			else
+				floor_loc = loc;
+			} else {
 				hi = mid;
+				ceil_loc = loc;
+			}
 		}
 		if (lo == 0)
 			return BK_E_NOT_FOUND;

@@ -135,11 +135,12 @@ static struct range r_libgcc_s; /* libgcc_s.so.1's code */
 static _Unwind_Reason_Code (*real_personality)(int, _Unwind_Action, _Unwind_Exception_Class,
 					       struct _Unwind_Exception *,
 					       struct _Unwind_Context *);
-static _Unwind_Word (*get_gr)(struct _Unwind_Context *, int);
+static _Unwind_Word (*get_cfa)(struct _Unwind_Context *);
 /* Set when the personality routine told libgcc to install a landing pad:
- * the SP the landing frame will have. Cleared at the next personality call
- * and by the handler once the thread runs outside libgcc_s. */
-static __thread uintptr_t installing_sp;
+ * the landing frame's CFA (libgcc's frames doing the install are all
+ * below it). Cleared at the next personality call and by the handler once
+ * the thread runs outside libgcc_s (at the landing pad). */
+static __thread uintptr_t installing_cfa;
 
 _Unwind_Reason_Code __gxx_personality_v0(int version, _Unwind_Action actions,
 					 _Unwind_Exception_Class cls,
@@ -150,23 +151,23 @@ _Unwind_Reason_Code __gxx_personality_v0(int version, _Unwind_Action actions,
 					 struct _Unwind_Exception *ex,
 					 struct _Unwind_Context *ctx)
 {
-	installing_sp = 0;
+	installing_cfa = 0;
 	_Unwind_Reason_Code rc = real_personality(version, actions, cls, ex, ctx);
 	if (rc == _URC_INSTALL_CONTEXT)
-		installing_sp = (uintptr_t)get_gr(ctx, 7); /* rsp of the landing frame */
+		installing_cfa = (uintptr_t)get_cfa(ctx);
 	return rc;
 }
 
 static bool in_install_window(const ucontext_t *uc)
 {
-	if (!installing_sp)
+	if (!installing_cfa)
 		return false;
 	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-	if (pc >= r_libgcc_s.lo && pc < r_libgcc_s.hi && sp < installing_sp)
+	if (pc >= r_libgcc_s.lo && pc < r_libgcc_s.hi && sp < installing_cfa)
 		return true;
 	if (pc < r_libgcc_s.lo || pc >= r_libgcc_s.hi)
-		installing_sp = 0; /* at the landing pad or past it */
+		installing_cfa = 0; /* at the landing pad or past it */
 	return false;
 }
 
@@ -733,7 +734,7 @@ int main(int argc, char **argv)
 	dl_iterate_phdr(find_libgcc_s, NULL);
 	CHECK(r_libgcc_s.hi > r_libgcc_s.lo, "libgcc_s.so.1 is loaded");
 	*(void **)&real_personality = dlsym(RTLD_NEXT, "__gxx_personality_v0");
-	*(void **)&get_gr = dlsym(RTLD_DEFAULT, "_Unwind_GetGR");
+	*(void **)&get_cfa = dlsym(RTLD_DEFAULT, "_Unwind_GetCFA");
 	CHECK(bk_space_create_local(&names) == 0, "a local space for names");
 
 	main_tid = (pid_t)syscall(SYS_gettid);
