@@ -31,7 +31,7 @@
 
 static const char usage_text[] =
 	"usage: backstep validate [--only MODULE|FUNCTION[,...]] [--from FUNCTION]\n"
-	"                         [--method cfi|fp] [--max-frames N] [--step-all] [--strict]\n"
+	"                         [--method cfi|fp|fast] [--max-frames N] [--step-all] [--strict]\n"
 	"                         [--json] [-q]\n"
 	"                         -- PROGRAM [ARGS...]\n";
 
@@ -70,6 +70,7 @@ static const char *kind_name(enum val_kind k)
 	case VAL_WALK_SHORT: return "walk-ended-early";
 	case VAL_WALK_LONG: return "walk-too-long";
 	case VAL_WALK_ERROR: return "walk-ended-with-error";
+	case VAL_FAST: return "fast-walk-differs";
 	}
 	return "?";
 }
@@ -179,6 +180,12 @@ static void print_text_mm(const struct val_mismatch *m)
 		out_s(": the walk ended with an error at the outermost frame: ");
 		out_s(bk_strerror(m->step_result));
 		break;
+	case VAL_FAST:
+		out_s(": the PC-only walk (bk_backtrace's) differs from the cursor: pc expected ");
+		out_value(&m->diffs[0], true);
+		out_s(" got ");
+		out_value(&m->diffs[0], false);
+		break;
 	}
 	out_c('\n');
 }
@@ -198,6 +205,11 @@ static void print_text(const struct val_result *res, const struct val_mismatch *
 		(unsigned long long)st->frames_checked, (unsigned long long)st->frames_fallback);
 	out_fmt("  registers checked     %llu\n", (unsigned long long)st->regs_checked);
 	out_fmt("  walk ends checked     %llu\n", (unsigned long long)st->walk_ends);
+	if (st->fast_walks)
+		out_fmt("  fast walks compared   %llu (%llu frames equal to the cursor's), "
+			"%llu handed over\n",
+			(unsigned long long)st->fast_walks, (unsigned long long)st->fast_frames,
+			(unsigned long long)st->fast_handovers);
 	if (st->free_runs || st->breakpoints)
 		out_fmt("  stepped over          %llu run(s) at full speed, %llu re-entr%s, "
 			"%llu entry breakpoint(s)\n",
@@ -293,6 +305,7 @@ static void print_json(const struct val_result *res, const struct val_mismatch *
 		"\"mismatch_locations\": %zu, \"threads\": %llu, \"signal_handlers\": %llu, "
 		"\"execs\": %llu, \"module_refreshes\": %llu, \"unexpected_returns\": %llu, "
 		"\"free_runs\": %llu, \"reentries\": %llu, \"entry_breakpoints\": %llu, "
+		"\"fast_walks\": %llu, \"fast_frames\": %llu, \"fast_handovers\": %llu, "
 		"\"seconds\": %.3f, \"steps_per_second\": %.0f, \"checked_per_second\": %.0f},\n",
 		(unsigned long long)st->insns_stepped, (unsigned long long)st->insns_checked,
 		(unsigned long long)st->distinct_pcs, (unsigned long long)st->frames_checked,
@@ -302,7 +315,9 @@ static void print_json(const struct val_result *res, const struct val_mismatch *
 		(unsigned long long)st->signals, (unsigned long long)st->execs,
 		(unsigned long long)st->refreshes, (unsigned long long)st->anomalies,
 		(unsigned long long)st->free_runs, (unsigned long long)st->reentries,
-		(unsigned long long)st->breakpoints, st->seconds,
+		(unsigned long long)st->breakpoints, (unsigned long long)st->fast_walks,
+		(unsigned long long)st->fast_frames, (unsigned long long)st->fast_handovers,
+		st->seconds,
 		(double)st->insns_stepped / s, (double)st->insns_checked / s);
 	out_s(" \"mismatches\": [");
 	for (size_t i = 0; i < res->nmm; i++) {
@@ -395,12 +410,13 @@ int cmd_validate(int argc, char **argv)
 			break;
 		case 'f': o.from = optarg; break;
 		case 'm':
-			if (strcmp(optarg, "cfi") && strcmp(optarg, "fp")) {
-				cli_error("--method", "'%s' is not cfi or fp", optarg);
+			if (strcmp(optarg, "cfi") && strcmp(optarg, "fp") && strcmp(optarg, "fast")) {
+				cli_error("--method", "'%s' is not cfi, fp or fast", optarg);
 				return 2;
 			}
 			method = optarg;
 			o.fp_only = fp_method = !strcmp(optarg, "fp");
+			o.fast_walk = !strcmp(optarg, "fast");
 			break;
 		case 'n': {
 			uint64_t v;

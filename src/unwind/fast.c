@@ -397,11 +397,13 @@ __attribute__((noinline)) static uint32_t walk_rule(struct bk_space *s,
 	return rule;
 }
 
-/* Memory of the walk: plain loads inside [LO, LO + SPAN] (this thread's
- * stack), the space's read_mem elsewhere. */
+/* Memory of the walk: plain loads inside the stack window, target address
+ * A at host address A + bias (this thread's own stack: bias 0), the
+ * space's read_mem elsewhere. */
 struct walk_mem {
 	struct bk_space *s;
-	uint64_t lo, span;
+	uint64_t lo, span;   /* a word at A is inside if A - lo < span */
+	uint64_t bias;
 };
 
 __attribute__((noinline)) static bool read_other(const struct walk_mem *wm, uint64_t at,
@@ -417,7 +419,7 @@ __attribute__((noinline)) static bool read_other(const struct walk_mem *wm, uint
 static inline bool rd(const struct walk_mem *wm, uint64_t at, uint64_t *v)
 {
 	if (at - wm->lo < wm->span) {
-		*v = tgt_local_stack_word(at);
+		*v = tgt_local_stack_word(at + wm->bias);
 		return true;
 	}
 	return read_other(wm, at, v);
@@ -626,12 +628,65 @@ static inline uint64_t window_top(const struct walk_mem *mem, uint64_t sp)
 	return mem->span > WINDOW && sp - (lo + WINDOW) < top - (lo + WINDOW) ? top : 0;
 }
 
+/* The walk from the first ordinary frame: R, storing PCs from OUT below
+ * END. Returns the count from PCS or -1. BIAS is the window's (a constant
+ * 0 for this thread's own stack, where the compiler drops it). */
+static inline __attribute__((always_inline)) int walk_loop(struct walk_ctx *w,
+							    _Atomic uint64_t *memo,
+							    struct walk_regs r, void **pcs,
+							    void **out, void **end, uint64_t bias)
+{
+	struct bk_space *s = w->s;
+	uint64_t pc = r.pc, sp = r.sp, fp = r.fp, top = window_top(&w->mem, sp);
+	/* The module of the last frame; keyhi NOKEY: nothing there is cached. */
+	uint64_t m_start = 0, m_len = 0, keyhi = NOKEY;
+	int k;
+	while (out < end) {
+		/* The memo's guess, from the SP alone. */
+		_Atomic uint64_t *me = &memo[(sp >> 3) % UW_MEMO_WORDS];
+		uint64_t e = atomic_load_explicit(me, memory_order_relaxed);
+		uint64_t lookup = pc - 1, off = lookup - m_start;
+		if (__builtin_expect(off >= m_len, 0)) {
+			if (pc == 0)
+				break; /* PC 0 (the lookup wraps, so it is never in a module) */
+			const struct walk_mod *wm = walk_module(s, &w->mods, lookup);
+			m_start = wm ? wm->start : lookup;
+			m_len = wm ? wm->len : 0;
+			keyhi = wm ? wm->keyhi : NOKEY;
+			off = lookup - m_start;
+		}
+		uint64_t key = keyhi | off;
+		if (__builtin_expect(e >> UW_FT_RULE_BITS != key, 0))
+			e = walk_miss(w, me, key, pc, lookup);
+		uint64_t cfa = ((e & 4) ? fp : sp) + (e & 0x1ff8);
+		if (__builtin_expect(!(e & 3) && cfa > sp && cfa < top, 1)) {
+			pc = tgt_local_stack_word(cfa - ((e >> 10 & 0x78) + 8) + bias);
+			uint64_t fp_back = e >> 14 & 0xf8;
+			if (fp_back)
+				fp = tgt_local_stack_word(cfa - fp_back + bias);
+			sp = cfa;
+			*out++ = (void *)(uintptr_t)pc;
+			continue;
+		}
+		struct walk_regs rs = { pc, sp, fp };
+		out = walk_slow(w, &rs, 1, sp, out, end, &k);
+		if (k <= 0)
+			return k < 0 ? -1 : (int)(out - pcs);
+		pc = rs.pc;
+		sp = rs.sp;
+		fp = rs.fp;
+		top = window_top(&w->mem, sp);
+	}
+	return (int)(out - pcs);
+}
+
 /* GCC 12 pairs the PC and SP in a vector register across the loop (SLP),
  * which costs a pack and an unpack per frame. */
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-slp-vectorize")))
 #endif
-int uw_walk_pcs(struct bk_space *s, const uint64_t *regs, bool at_pc, void **pcs, int max)
+int uw_walk_pcs_window(struct bk_space *s, const uint64_t *regs, bool at_pc, void **pcs,
+		       int max, const struct uw_window *win)
 {
 	const struct arch_info *a = s->arch;
 	if (!s->ftab || !s->memo || a->addr_size != 8 || max <= 0)
@@ -639,15 +694,19 @@ int uw_walk_pcs(struct bk_space *s, const uint64_t *regs, bool at_pc, void **pcs
 	struct walk_ctx w; /* not zeroed whole: mods[] is filled as modules are met */
 	w.s = s;
 	w.mem.s = s;
-	w.mem.lo = w.mem.span = 0;
+	w.mem.lo = w.mem.span = w.mem.bias = 0;
 	w.mods.n = w.mods.next = 0;
-	if (s->local) {
+	struct uw_window local;
+	if (!win && s->local) {
 		uint64_t slo, shi;
 		tgt_local_stack(&slo, &shi);
-		if (shi - slo >= 8) {
-			w.mem.lo = slo;
-			w.mem.span = shi - 7 - slo; /* a word at A is inside if A - lo < span */
-		}
+		local = (struct uw_window){ slo, shi - slo, (const uint8_t *)(uintptr_t)slo };
+		win = &local;
+	}
+	if (win && win->len >= 8) {
+		w.mem.lo = win->addr;
+		w.mem.span = win->len - 7;
+		w.mem.bias = (uint64_t)(uintptr_t)win->host - win->addr;
 	}
 	/* This thread's memo block: by its stack, else the first. */
 	_Atomic uint64_t *memo = s->memo;
@@ -664,44 +723,15 @@ int uw_walk_pcs(struct bk_space *s, const uint64_t *regs, bool at_pc, void **pcs
 	out = walk_slow(&w, &r, !at_pc, 0, out, end, &k);
 	if (k <= 0)
 		return k < 0 ? -1 : (int)(out - pcs);
-	uint64_t pc = r.pc, sp = r.sp, fp = r.fp, top = window_top(&w.mem, sp);
-	/* The module of the last frame; keyhi NOKEY: nothing there is cached. */
-	uint64_t m_start = 0, m_len = 0, keyhi = NOKEY;
-	while (out < end) {
-		/* The memo's guess, from the SP alone. */
-		_Atomic uint64_t *me = &memo[(sp >> 3) % UW_MEMO_WORDS];
-		uint64_t e = atomic_load_explicit(me, memory_order_relaxed);
-		uint64_t lookup = pc - 1, off = lookup - m_start;
-		if (__builtin_expect(off >= m_len, 0)) {
-			if (pc == 0)
-				break; /* PC 0 (the lookup wraps, so it is never in a module) */
-			const struct walk_mod *wm = walk_module(s, &w.mods, lookup);
-			m_start = wm ? wm->start : lookup;
-			m_len = wm ? wm->len : 0;
-			keyhi = wm ? wm->keyhi : NOKEY;
-			off = lookup - m_start;
-		}
-		uint64_t key = keyhi | off;
-		if (__builtin_expect(e >> UW_FT_RULE_BITS != key, 0))
-			e = walk_miss(&w, me, key, pc, lookup);
-		uint64_t cfa = ((e & 4) ? fp : sp) + (e & 0x1ff8);
-		if (__builtin_expect(!(e & 3) && cfa > sp && cfa < top, 1)) {
-			pc = tgt_local_stack_word(cfa - ((e >> 10 & 0x78) + 8));
-			uint64_t fp_back = e >> 14 & 0xf8;
-			if (fp_back)
-				fp = tgt_local_stack_word(cfa - fp_back);
-			sp = cfa;
-			*out++ = (void *)(uintptr_t)pc;
-			continue;
-		}
-		struct walk_regs rs = { pc, sp, fp };
-		out = walk_slow(&w, &rs, 1, sp, out, end, &k);
-		if (k <= 0)
-			return k < 0 ? -1 : (int)(out - pcs);
-		pc = rs.pc;
-		sp = rs.sp;
-		fp = rs.fp;
-		top = window_top(&w.mem, sp);
-	}
-	return (int)(out - pcs);
+	if (w.mem.bias == 0)
+		return walk_loop(&w, memo, r, pcs, out, end, 0);
+	return walk_loop(&w, memo, r, pcs, out, end, w.mem.bias);
+}
+
+int uw_walk_pcs(struct bk_space *s, const uint64_t *regs, bool at_pc, void **pcs, int max)
+{
+	struct uw_window win;
+	if (!s->local && s->window && s->window(s->ctx, regs[s->arch->sp_reg], &win))
+		return uw_walk_pcs_window(s, regs, at_pc, pcs, max, &win);
+	return uw_walk_pcs_window(s, regs, at_pc, pcs, max, NULL);
 }

@@ -1,6 +1,8 @@
 /* Snapshot spaces: memory is a set of caller-owned regions copied from a
  * target (a profiler's stack sample). The same cursor walks them; only
- * read_mem differs. Reads are AS-safe: a binary search over sorted regions. */
+ * read_mem differs. Reads are AS-safe: a binary search over sorted regions.
+ * The region holding the stack pointer is the PC-only walk's window: its
+ * ordinary frames are read with plain loads from the copy. */
 #include "unwind.h"
 
 struct snapshot {
@@ -20,6 +22,17 @@ static int snapshot_read(void *ctx, uint64_t addr, void *dst, size_t len)
 		return BK_E_MEMORY;
 	memcpy(dst, (const uint8_t *)r->bytes + off, len);
 	return 0;
+}
+
+static bool snapshot_window(void *ctx, uint64_t addr, struct uw_window *out)
+{
+	const struct snapshot *sn = ctx;
+	size_t lo = BASE_COUNT_LE(sn->r, sn->n, addr, addr);
+	if (lo == 0 || addr - sn->r[lo - 1].addr >= sn->r[lo - 1].len)
+		return false;
+	const struct bk_mem_region *r = &sn->r[lo - 1];
+	*out = (struct uw_window){ r->addr, r->len, r->bytes };
+	return true;
 }
 
 int bk_space_create_snapshot(enum bk_arch arch, const struct bk_mem_region *regions,
@@ -46,5 +59,6 @@ int bk_space_create_snapshot(enum bk_arch arch, const struct bk_mem_region *regi
 		return err;
 	}
 	(*out)->owned_ctx = sn;
+	(*out)->window = snapshot_window;
 	return 0;
 }

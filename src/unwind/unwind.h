@@ -173,6 +173,17 @@ BK_HIDDEN void uw_ftab_free(struct uw_ftab *t);
  * same frames; uw_fast_handovers counts it). AS-safe. */
 BK_HIDDEN int uw_walk_pcs(struct bk_space *s, const uint64_t *regs, bool at_pc, void **pcs,
 			  int max);
+/* Where the walk reads the stack with plain loads: target addresses
+ * [addr, addr + len) held at HOST (this process's own stack: host = addr;
+ * a snapshot's copy of a stack; a copy the validator makes). */
+struct uw_window {
+	uint64_t addr, len;
+	const uint8_t *host;
+};
+/* uw_walk_pcs with the window WIN (NULL: this thread's stack for a local
+ * space, else none: every read through read_mem). */
+BK_HIDDEN int uw_walk_pcs_window(struct bk_space *s, const uint64_t *regs, bool at_pc,
+				 void **pcs, int max, const struct uw_window *win);
 
 /* The cursor's cache of compiled rows keyed by lookup PC, two-way
  * set-associative, safe against concurrent readers and writers without
@@ -223,6 +234,9 @@ struct bk_space {
 	} perm[5];
 	bool static_storage;   /* the default local space: nothing to free */
 	void *owned_ctx;       /* freed with the space (a snapshot's regions) */
+	/* The copy of target memory holding ADDR, if the space has one (a
+	 * snapshot's regions): the PC-only walk's stack window. */
+	bool (*window)(void *ctx, uint64_t addr, struct uw_window *out);
 	/* Symbols opened by src/sym for this space, freed with it. The layer
 	 * above owns the contents; the space only carries them. */
 	void *sym_state;

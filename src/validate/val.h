@@ -57,6 +57,10 @@ struct val_opts {
 	 * shadow stack knows every frame. */
 	const char *from;
 	bool fp_only;             /* --method fp: the space ignores CFI */
+	/* --method fast: also walk with the PC-only walk of bk_backtrace
+	 * (src/unwind/fast.c, its hot loop reading a copy of the thread's
+	 * stack) and require exactly the cursor's PCs. */
+	bool fast_walk;
 	unsigned max_frames;      /* compare at most this many frames (0: all) */
 	/* Called about once a second from the stepping loop. */
 	void (*progress)(void *ctx, const struct val_stats *st);
@@ -82,6 +86,9 @@ struct val_stats {
 	uint64_t nocfi_insns;     /* ... where no CFI covers the culprit: the
 				   * fallback guessed wrong (not counted above) */
 	uint64_t frames_fallback; /* matching frames made without CFI (fp, scan) */
+	uint64_t fast_walks;      /* --method fast: PC-only walks compared */
+	uint64_t fast_frames;     /* ... their frames, each equal to the cursor's */
+	uint64_t fast_handovers;  /* ... walks it handed to the cursor (-1) */
 	uint64_t threads;         /* threads seen stepping */
 	uint64_t signals;         /* handler entries */
 	uint64_t execs;
@@ -101,6 +108,9 @@ enum val_kind {
 	VAL_WALK_SHORT,   /* the walk ended (0 or an error) before the shadow stack */
 	VAL_WALK_LONG,    /* the walk went past the outermost frame */
 	VAL_WALK_ERROR,   /* the walk ended with an error at the outermost frame */
+	VAL_FAST,         /* --method fast: the PC-only walk's PCs differ from the
+			   * cursor's (diffs[0]: expected the cursor's PC, got
+			   * the fast walk's; not valid when that walk ended) */
 };
 
 /* DWARF numbers on x86-64; VAL_HOW names the "how" check of a signal frame. */
@@ -269,6 +279,13 @@ struct val_walk_in {
  * frame, kind, culprit_pc; no strings). */
 BK_HIDDEN bool val_check_walk(const struct val_walk_in *in, struct val_stats *st,
 			      struct val_mismatch *mm);
+
+/* --method fast: walk IN's thread with the PC-only walk, its stack window
+ * WIN (may be NULL), and compare its PCs with the cursor's. True when they
+ * are equal or the fast walk handed over (counted). */
+struct uw_window;
+BK_HIDDEN bool val_check_fast(const struct val_walk_in *in, const struct uw_window *win,
+			      struct val_stats *st, struct val_mismatch *mm);
 
 /* Find function NAME in the ELF file PATH (.symtab, else .dynsym; raw or
  * demangled name): its link-time address. 0 or BK_E_NOT_FOUND. */

@@ -30,6 +30,8 @@
 
 #include "val.h"
 
+#include "../unwind/unwind.h"
+
 static void diff(struct val_mismatch *mm, unsigned regno, uint64_t expected, bool got_valid,
 		 uint64_t got)
 {
@@ -211,4 +213,56 @@ bool val_check_walk(const struct val_walk_in *in, struct val_stats *st, struct v
 		return walk_end(r, &c, depth + 1, culprit, site, st, mm);
 	}
 	return true;
+}
+
+/* --method fast. The cursor's walk is the reference (val_check_walk holds
+ * it against the shadow stack at the same instruction); the PC-only walk
+ * must make exactly its frames: the same PCs, ending where it ends. A walk
+ * the fast one hands over (-1) is the cursor's by construction. */
+bool val_check_fast(const struct val_walk_in *in, const struct uw_window *win,
+		    struct val_stats *st, struct val_mismatch *mm)
+{
+	static void *fast[BK_MAX_FRAMES];
+	static uint64_t ref[BK_MAX_FRAMES], culprit[BK_MAX_FRAMES];
+	const struct arch_info *a = in->space->arch;
+	uint64_t regs[ARCH_MAX_DWARF_REGS] = { 0 };
+	if (!bk_regs_get(in->regs, a->pc_reg, &regs[a->pc_reg]) ||
+	    !bk_regs_get(in->regs, a->sp_reg, &regs[a->sp_reg]))
+		return true;
+	bk_regs_get(in->regs, a->fp_reg, &regs[a->fp_reg]);
+
+	struct bk_cursor c;
+	if (bk_cursor_init(&c, in->space, in->regs) != 0)
+		return true;
+	int nref = 0, end;
+	for (;;) {
+		culprit[nref] = bk_cursor_lookup_pc(&c);
+		end = bk_cursor_step(&c);
+		if (end != 1)
+			break;
+		ref[nref++] = bk_cursor_pc(&c);
+	}
+	st->fast_walks++;
+	int n = uw_walk_pcs_window(in->space, regs, true, fast, BK_MAX_FRAMES, win);
+	if (n < 0) {
+		st->fast_handovers++;
+		return true;
+	}
+	/* The fast walk stops where the cursor's steps end: a clean end, or
+	 * the frame bound (the cursor's BK_E_LIMIT); an error is a handover. */
+	bool same_end = end == 0 || (end == BK_E_LIMIT && n == nref);
+	int i = 0;
+	while (i < n && i < nref && (uint64_t)(uintptr_t)fast[i] == ref[i])
+		i++;
+	if (i == n && i == nref && same_end) {
+		st->fast_frames += (uint64_t)n;
+		return true;
+	}
+	memset(mm, 0, sizeof(*mm));
+	mm->kind = VAL_FAST;
+	mm->frame = (unsigned)i + 1;
+	mm->culprit_pc = culprit[i < nref ? i : nref];
+	mm->step_result = end;
+	diff(mm, VAL_REG_PC, i < nref ? ref[i] : 0, i < n, i < n ? (uint64_t)(uintptr_t)fast[i] : 0);
+	return false;
 }

@@ -189,6 +189,7 @@ struct run {
 	void *inner_ctx;
 	struct foreign *foreign;
 	size_t nforeign, foreign_cap;
+	uint8_t *fast_buf;      /* --method fast: the copy of a thread's stack */
 };
 
 /* ---- Helpers ------------------------------------------------------------- */
@@ -1036,6 +1037,24 @@ static void settle(struct run *r, struct thread *t, const uint64_t now[VAL_NREGS
 		t->complete = false;
 }
 
+/* --method fast: a copy of the stack from just below SP up, page by page
+ * until a page cannot be read or FAST_WINDOW bytes are copied, as the
+ * PC-only walk's window (its hot loop reads ordinary frames from there;
+ * beyond it, it reads through the space like the cursor). */
+#define FAST_WINDOW (64 * 1024)
+static bool fast_window(struct run *r, uint64_t sp, struct uw_window *win)
+{
+	if (!r->fast_buf && !(r->fast_buf = base_alloc(FAST_WINDOW)))
+		return false;
+	uint64_t start = (sp - 256) & ~(uint64_t)4095;
+	size_t n = 0;
+	while (n < FAST_WINDOW &&
+	       r->space->ops.read_mem(r->space->ctx, start + n, r->fast_buf + n, 4096) == 0)
+		n += 4096;
+	*win = (struct uw_window){ start, n, r->fast_buf };
+	return n > 0;
+}
+
 /* The thread stopped at the first instruction of a signal handler. */
 static void handler_entry(struct run *r, struct thread *t, const uint64_t now[VAL_NREGS])
 {
@@ -1121,6 +1140,14 @@ static void check(struct run *r, struct thread *t, const struct user_regs_struct
 			st->nocfi_insns++;
 		else
 			st->bad_insns++;
+	}
+	if (r->o->fast_walk) {
+		struct uw_window win;
+		bool have = fast_window(r, u->rsp, &win);
+		if (!val_check_fast(&in, have ? &win : NULL, st, &mm)) {
+			record(r, t, &mm, u->rip);
+			st->bad_insns++;
+		}
 	}
 }
 
@@ -1784,6 +1811,7 @@ int val_run(char *const *argv, const struct val_opts *o, struct val_result *res)
 	forget_bps(&r);
 	base_free(r.rbps);
 	base_free(r.foreign);
+	base_free(r.fast_buf);
 	base_free(r.mslots);
 	base_free(r.exe_path);
 	val_code_free(&r.code);

@@ -136,10 +136,14 @@ static _Unwind_Reason_Code (*real_personality)(int, _Unwind_Action, _Unwind_Exce
 					       struct _Unwind_Exception *,
 					       struct _Unwind_Context *);
 static _Unwind_Word (*get_cfa)(struct _Unwind_Context *);
+static void (*real_resume)(struct _Unwind_Exception *);
+static void *(*real_begin_catch)(void *);
 /* Set when the personality routine told libgcc to install a landing pad:
  * the landing frame's CFA (libgcc's frames doing the install are all
- * below it). Cleared at the next personality call and by the handler once
- * the thread runs outside libgcc_s (at the landing pad). */
+ * below it). Cleared at the next personality call and where the landing
+ * pad ends: in _Unwind_Resume (a cleanup) or __cxa_begin_catch (a
+ * handler), both wrapped here too (the fixture calls them through the
+ * PLT; the wrappers' frames have CFI, so unwinding passes through). */
 static __thread uintptr_t installing_cfa;
 
 _Unwind_Reason_Code __gxx_personality_v0(int version, _Unwind_Action actions,
@@ -158,17 +162,29 @@ _Unwind_Reason_Code __gxx_personality_v0(int version, _Unwind_Action actions,
 	return rc;
 }
 
+void _Unwind_Resume(struct _Unwind_Exception *ex)
+{
+	installing_cfa = 0;
+	real_resume(ex);
+	abort(); /* not reached */
+}
+
+void *__cxa_begin_catch(void *ex);
+void *__cxa_begin_catch(void *ex)
+{
+	installing_cfa = 0;
+	return real_begin_catch(ex);
+}
+
+/* In the window: after an install began, in libgcc_s, below the landing
+ * frame. */
 static bool in_install_window(const ucontext_t *uc)
 {
 	if (!installing_cfa)
 		return false;
 	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-	if (pc >= r_libgcc_s.lo && pc < r_libgcc_s.hi && sp < installing_cfa)
-		return true;
-	if (pc < r_libgcc_s.lo || pc >= r_libgcc_s.hi)
-		installing_cfa = 0; /* at the landing pad or past it */
-	return false;
+	return pc >= r_libgcc_s.lo && pc < r_libgcc_s.hi && sp <= installing_cfa;
 }
 
 /* ---- the handler ------------------------------------------------------------ */
@@ -735,6 +751,8 @@ int main(int argc, char **argv)
 	CHECK(r_libgcc_s.hi > r_libgcc_s.lo, "libgcc_s.so.1 is loaded");
 	*(void **)&real_personality = dlsym(RTLD_NEXT, "__gxx_personality_v0");
 	*(void **)&get_cfa = dlsym(RTLD_DEFAULT, "_Unwind_GetCFA");
+	*(void **)&real_resume = dlsym(RTLD_NEXT, "_Unwind_Resume");
+	*(void **)&real_begin_catch = dlsym(RTLD_NEXT, "__cxa_begin_catch");
 	CHECK(bk_space_create_local(&names) == 0, "a local space for names");
 
 	main_tid = (pid_t)syscall(SYS_gettid);

