@@ -25,6 +25,7 @@
  * a walk runs (interposed; in the static program through the linker's
  * --wrap, since libc.a's malloc cannot be replaced piecemeal). */
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -38,6 +39,7 @@
 
 #include "backstep.h"
 #include "check.h"
+#include "target/target.h"
 
 #if defined(__clang__)
 #define CHAIN_FN(sec) __attribute__((noinline, section(#sec)))
@@ -128,7 +130,7 @@ static volatile sig_atomic_t spin_done;
 
 /* What the walks from chain_c saw. */
 static void *bt[MAXF], *bt_ref[MAXF], *cur_pcs[MAXF];
-static int nbt, nbt_ref, ncur, cur_end, cur_init;
+static int nbt, nbt_ref, ncur, cur_end, cur_init, errno_after;
 static uint8_t cur_how[MAXF];
 
 CHAIN_FN(bt_c) int chain_c(int mode)
@@ -139,7 +141,9 @@ CHAIN_FN(bt_c) int chain_c(int mode)
 			sink++;
 	} else {
 		armed = 1;
+		errno = 4242; /* the first walk reads files and maps memory */
 		nbt = bk_backtrace(bt, MAXF);
+		errno_after = errno;
 		nbt_ref = uw_backtrace_cursor(bt_ref, MAXF);
 		struct bk_cursor c;
 		ncur = 0;
@@ -210,6 +214,7 @@ struct sample {
 	void *bt[MAXF], *cur[MAXF];
 	int nbt, ncur, cur_end;
 	uintptr_t pc; /* the interrupted PC */
+	int errno_after;
 	uint8_t cur_how[MAXF];
 };
 
@@ -217,6 +222,8 @@ static inline __attribute__((always_inline)) void handler_walk(struct sample *s,
 								  const ucontext_t *uc)
 {
 	s->pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	int saved = errno;
+	errno = 4343;
 	s->nbt = bk_backtrace(s->bt, MAXF);
 	struct bk_cursor c;
 	s->ncur = 0;
@@ -227,6 +234,8 @@ static inline __attribute__((always_inline)) void handler_walk(struct sample *s,
 			s->cur[s->ncur++] = (void *)(uintptr_t)bk_cursor_pc(&c);
 		} while (s->ncur < MAXF && (s->cur_end = bk_cursor_step(&c)) == 1);
 	}
+	s->errno_after = errno;
+	errno = saved;
 }
 
 /* SIGPROF while chain_c spins: a sample counts when it interrupted chain_c. */
@@ -253,7 +262,7 @@ CHAIN_FN(bt_prof) void on_prof(int sig, siginfo_t *si, void *ucv)
 	/* bk_backtrace: the handler, the sigreturn trampoline, then exactly the
 	 * interrupted PC and its callers; the cursor: the interrupted frame on,
 	 * the same PCs, made from CFI, ending cleanly. */
-	bool ok = s.nbt > 4 && s.nbt < MAXF && in(&r_prof, s.bt[0]) &&
+	bool ok = s.errno_after == 4343 && s.nbt > 4 && s.nbt < MAXF && in(&r_prof, s.bt[0]) &&
 		  find_chain(s.bt, s.nbt, s.pc) == 2 && s.ncur == s.nbt - 2 && s.cur_end == 0 &&
 		  chain_at(s.cur, s.ncur, 0, s.pc) &&
 		  memcmp(s.cur, s.bt + 2, sizeof(void *) * (size_t)s.ncur) == 0;
@@ -302,6 +311,7 @@ static void test_walk(const char *what)
 	int before = atomic_load(&allocs);
 	chain_root(WALK);
 	CHECK_INT(atomic_load(&allocs) - before, 0, "allocations during the walks from chain_c");
+	CHECK_INT(errno_after, 4242, "errno after bk_backtrace");
 	bool ok = nbt > 4 && nbt < MAXF && chain_at(bt, nbt, 0, 0);
 	CHECK(ok, "%s: bk_backtrace from chain_c: c, b, a, root ... main (%d frames)", what, nbt);
 	if (!ok)
@@ -328,6 +338,7 @@ static void test_hook(void)
 	uw_local_index_hook = NULL;
 	CHECK(hook_fired && usr1_done, "the index was built and a signal arrived meanwhile");
 	CHECK_INT(atomic_load(&usr1_allocs), 0, "allocations in the SIGUSR1 handler");
+	CHECK_INT(usr1.errno_after, 4343, "errno after the walks in the SIGUSR1 handler");
 	/* The interrupted thread was inside the builder, under bk_backtrace,
 	 * under chain_c: the walk passes through all of it. */
 	int k = find_chain(usr1.bt, usr1.nbt, 0);
@@ -398,6 +409,52 @@ static void test_headers(void)
 #endif
 }
 
+/* The objects the program headers describe (src/target/local_phdr.c)
+ * agree with _dl_find_object's, and a file is used only if it is the
+ * object's. */
+static void test_objects(void)
+{
+	struct tgt_local_object m, d, o;
+	CHECK(tgt_local_main_object(r_c.lo, &m), "the program from AT_PHDR");
+	CHECK(m.start <= r_main.lo && r_c.hi <= m.end && !m.name[0] && !m.eh_frame_hdr,
+	      "the program: [%#lx, %#lx), name '%s', no PT_GNU_EH_FRAME",
+	      (unsigned long)m.start, (unsigned long)m.end, m.name);
+	CHECK_INT(tgt_local_find_object(r_c.lo, &d), 0, "tgt_local_find_object(chain_c)");
+	CHECK_U64(d.start, m.start, "the program's start: its PT_LOAD span");
+	CHECK_U64(d.end, m.end, "the program's end: its PT_LOAD span");
+	CHECK_U64(d.bias, m.bias, "the program's bias: AT_PHDR against the dynamic linker");
+#ifdef ANYEXE_STATIC
+	CHECK_U64(m.bias, 0, "a static non-PIE program's bias");
+#else
+	CHECK(!tgt_local_main_object(r_b.lo, &o), "chain_b is not in the program");
+#endif
+	uint64_t vdso = getauxval(AT_SYSINFO_EHDR);
+	if (vdso) {
+		CHECK(tgt_local_vdso_object(vdso, &o), "the vDSO from AT_SYSINFO_EHDR");
+		CHECK(o.start <= vdso && vdso < o.end && o.eh_frame_hdr > o.start &&
+			      o.eh_frame_hdr < o.end,
+		      "the vDSO's range and PT_GNU_EH_FRAME");
+		CHECK_INT(tgt_local_find_object(vdso, &d), 0, "_dl_find_object knows the vDSO");
+		CHECK_U64(d.eh_frame_hdr, o.eh_frame_hdr, "the vDSO's PT_GNU_EH_FRAME");
+		CHECK_U64(d.bias, o.bias, "the vDSO's bias");
+	}
+
+	uint64_t at = 0, len = 0;
+	errno = 77;
+	CHECK_INT(tgt_local_eh_frame(&m, &at, &len), 0, "the program's .eh_frame from its file");
+	CHECK(at >= m.start && len > 0 && at + len <= m.end, "inside the program");
+	CHECK_INT(errno, 77, "errno after reading the file");
+	o = m;
+	o.name = "/no/such/file";
+	CHECK_INT(tgt_local_eh_frame(&o, &at, &len), BK_E_NOT_FOUND, "a missing file");
+	CHECK_INT(errno, 77, "errno after failing to open");
+	o.name = "/bin/sh"; /* a real ELF file, another program */
+	CHECK_INT(tgt_local_eh_frame(&o, &at, &len), BK_E_NOT_FOUND, "another file is refused");
+	o = m;
+	o.bias += 4096; /* the right file, the wrong place */
+	CHECK_INT(tgt_local_eh_frame(&o, &at, &len), BK_E_NOT_FOUND, "a wrong bias is refused");
+}
+
 /* Both modules are known to a local space, with CFI. */
 static void test_modules(void)
 {
@@ -436,6 +493,7 @@ CHAIN_FN(bt_main) int main(int argc, char **argv)
 	}
 	test_walk("again");
 	test_modules();
+	test_objects();
 	KEEP();
 	return check_summary() + sink * 0;
 }
