@@ -147,17 +147,18 @@ int tgt_local_find_object(uint64_t addr, struct tgt_local_object *out)
 	out->bias = dlfo.dlfo_link_map ? (uint64_t)dlfo.dlfo_link_map->l_addr : 0;
 	out->name = dlfo.dlfo_link_map && dlfo.dlfo_link_map->l_name ? dlfo.dlfo_link_map->l_name
 								     : "";
-	/* The main program without PT_GNU_EH_FRAME: a static program, whose
-	 * _dl_find_object (glibc 2.36) gives only the PT_LOAD segment holding
-	 * ADDR, or one linked with --no-eh-frame-hdr. Its program headers give
-	 * the whole span, which the .eh_frame found from its file must lie in;
-	 * the link_map stays its identity. */
+	/* The main program: in a static program (static-pie too) glibc 2.36's
+	 * _dl_find_object gives only the PT_LOAD segment holding ADDR, which
+	 * need not hold its PT_GNU_EH_FRAME, if it has one, nor its .eh_frame.
+	 * Its program headers give the whole span (in a dynamic program the
+	 * same as the dynamic linker's); the link_map stays its identity. */
 	struct tgt_local_object main;
-	if (!out->eh_frame_hdr && !out->name[0] && tgt_local_main_object(addr, &main)) {
+	if (!out->name[0] && tgt_local_main_object(addr, &main)) {
 		out->start = main.start;
 		out->end = main.end;
 		out->bias = main.bias;
-		out->eh_frame_hdr = main.eh_frame_hdr;
+		if (!out->eh_frame_hdr)
+			out->eh_frame_hdr = main.eh_frame_hdr;
 	}
 	return 0;
 }

@@ -15,10 +15,12 @@
  * is opened (the main program through /proc/self/exe, else AT_EXECFN; a
  * library by its link_map name) and read with pread.
  *
- * Everything is async-signal-safe: getauxval reads the saved vector; files
- * are read with raw openat/pread64/close system calls (syscall(2): not
- * cancellation points, no stdio, no allocation); memory of the object is
- * compared through tgt_local_read, which cannot fault; errno is preserved.
+ * Everything is async-signal-safe: getauxval reads the saved vector; the
+ * program headers at AT_PHDR and the vDSO are plain loads (the kernel
+ * mapped them), worked out once; files are read with raw
+ * openat/pread64/close system calls (syscall(2): not cancellation points,
+ * no stdio, no allocation); any other memory of the object is read through
+ * tgt_local_read, which cannot fault; errno is preserved.
  * A file is trusted only if its program headers are byte for byte those in
  * memory, its notes (the build-id) are those in memory, and the first bytes
  * of its .eh_frame are those at the address it gives.
@@ -60,15 +62,22 @@ struct image {
 	uint64_t eh_frame_hdr; /* runtime address of PT_GNU_EH_FRAME, or 0 */
 };
 
+/* Program header I of the NUM at PHDR, in memory the kernel mapped (the
+ * program's headers at AT_PHDR, the vDSO): plain loads. */
+static phdr_t mem_phdr(uint64_t phdr, uint64_t i)
+{
+	phdr_t p;
+	memcpy(&p, (const void *)(uintptr_t)(phdr + i * sizeof(p)), sizeof(p));
+	return p;
+}
+
 /* Describe the image whose NUM program headers are in memory at PHDR. */
 static bool describe(uint64_t phdr, uint64_t num, uint64_t bias, struct image *im)
 {
 	uint64_t lo = UINT64_MAX, hi = 0;
 	im->eh_frame_hdr = 0;
 	for (uint64_t i = 0; i < num; i++) {
-		phdr_t p;
-		if (tgt_local_read(NULL, phdr + i * sizeof(p), &p, sizeof(p)) != 0)
-			return false;
+		phdr_t p = mem_phdr(phdr, i);
 		if (p.p_type == PT_LOAD && p.p_memsz) {
 			if (p.p_vaddr < lo)
 				lo = p.p_vaddr;
@@ -90,9 +99,7 @@ static bool describe(uint64_t phdr, uint64_t num, uint64_t bias, struct image *i
 static bool first_load(uint64_t phdr, uint64_t num, uint64_t *vaddr)
 {
 	for (uint64_t i = 0; i < num; i++) {
-		phdr_t p;
-		if (tgt_local_read(NULL, phdr + i * sizeof(p), &p, sizeof(p)) != 0)
-			return false;
+		phdr_t p = mem_phdr(phdr, i);
 		if (p.p_type == PT_LOAD && p.p_offset == 0) {
 			*vaddr = p.p_vaddr;
 			return true;
@@ -112,9 +119,7 @@ static bool main_compute(struct image *im)
 		return false;
 	bool have_bias = false;
 	for (uint64_t i = 0; i < num && !have_bias; i++) {
-		phdr_t p;
-		if (tgt_local_read(NULL, phdr + i * sizeof(p), &p, sizeof(p)) != 0)
-			return false;
+		phdr_t p = mem_phdr(phdr, i);
 		if (p.p_type == PT_PHDR) {
 			bias = phdr - p.p_vaddr;
 			have_bias = true;
@@ -138,8 +143,10 @@ static bool vdso_compute(struct image *im)
 {
 	uint64_t base = getauxval(AT_SYSINFO_EHDR), vaddr;
 	ehdr_t eh;
-	if (!base || tgt_local_read(NULL, base, &eh, sizeof(eh)) != 0 ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_phentsize != sizeof(phdr_t) ||
+	if (!base)
+		return false;
+	memcpy(&eh, (const void *)(uintptr_t)base, sizeof(eh));
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_phentsize != sizeof(phdr_t) ||
 	    eh.e_phnum == 0 || eh.e_phnum > MAX_PHDRS || !first_load(base + eh.e_phoff, eh.e_phnum, &vaddr))
 		return false;
 	return describe(base + eh.e_phoff, eh.e_phnum, base - vaddr, im);
@@ -297,24 +304,30 @@ static int locate(int fd, const struct tgt_local_object *obj, uint64_t *addr, ui
 	phdr_t p;
 
 	/* 1. Where the program headers are in memory: the PT_LOAD holding them. */
-	uint64_t mem_phdr = 0;
-	for (unsigned i = 0; i < eh.e_phnum && !mem_phdr; i++) {
+	uint64_t at_phdr = 0;
+	for (unsigned i = 0; i < eh.e_phnum && !at_phdr; i++) {
 		if (!ph_get(&ph, i, &p))
 			return BK_E_NOT_FOUND;
 		if (p.p_type == PT_LOAD && p.p_offset <= eh.e_phoff &&
 		    eh.e_phoff - p.p_offset <= p.p_filesz &&
 		    phdrs_len <= p.p_filesz - (eh.e_phoff - p.p_offset))
-			mem_phdr = obj->bias + p.p_vaddr + (eh.e_phoff - p.p_offset);
+			at_phdr = obj->bias + p.p_vaddr + (eh.e_phoff - p.p_offset);
 	}
-	if (!mem_phdr)
+	if (!at_phdr)
 		return BK_E_NOT_FOUND;
 
-	/* 2. The file is the object: the same program headers, the same notes. */
+	/* 2. The file is the object: the same program headers (compared a
+	 * chunk at a time), the same notes. */
 	for (unsigned i = 0; i < eh.e_phnum; i++) {
-		phdr_t m;
-		if (!ph_get(&ph, i, &p) || tgt_local_read(NULL, mem_phdr + i * sizeof(m), &m, sizeof(m)) ||
-		    memcmp(&p, &m, sizeof(m)) != 0)
+		if (!ph_get(&ph, i, &p))
 			return BK_E_NOT_FOUND;
+		if (i == ph.base) {
+			phdr_t m[PH_CHUNK];
+			size_t n = ph.have * sizeof(phdr_t);
+			if (tgt_local_read(NULL, at_phdr + i * sizeof(phdr_t), m, n) != 0 ||
+			    memcmp(ph.buf, m, n) != 0)
+				return BK_E_NOT_FOUND;
+		}
 		if (p.p_type == PT_NOTE &&
 		    !same_bytes(fd, p.p_offset, obj->bias + p.p_vaddr,
 				p.p_filesz < NOTE_CHECK_LEN ? p.p_filesz : NOTE_CHECK_LEN, true))
