@@ -157,6 +157,21 @@ struct cfi_row {
 	struct cfi_rule rule[CFI_MAX_RULES];
 };
 
+/* Copy SRC to DST: its header and its NRULES rules, not the unused tail
+ * (a row is ~900 bytes; most hold a few rules). Entries of DST past nrules
+ * are left as they were: nothing reads them. */
+static inline void cfi_row_copy(struct cfi_row *dst, const struct cfi_row *src)
+{
+	memcpy(dst, src, offsetof(struct cfi_row, regno));
+	memcpy(dst->regno, src->regno, src->nrules * sizeof(src->regno[0]));
+	memcpy(dst->rule, src->rule, src->nrules * sizeof(src->rule[0]));
+}
+/* An empty row: no CFA rule, no register rules. */
+static inline void cfi_row_clear(struct cfi_row *row)
+{
+	memset(row, 0, offsetof(struct cfi_row, regno));
+}
+
 /* The rule for REGNO in ROW, or NULL when the row has none. */
 BK_HIDDEN const struct cfi_rule *cfi_row_rule(const struct cfi_row *row, unsigned regno);
 /* True when A and B give every register and the CFA the same rules. */

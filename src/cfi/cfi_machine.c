@@ -262,7 +262,7 @@ int cfi_machine_init(struct cfi_machine *m, const struct cfi_section *sec,
 	m->depth = 0;
 	m->pool_used = 0;
 	m->nonstandard_at = 0;
-	memset(&m->row, 0, sizeof(m->row));
+	cfi_row_clear(&m->row);
 	m->row.loc = fde->pc_begin;
 
 	struct buf b = { cie->insns, cie->insns_end };
@@ -273,7 +273,7 @@ int cfi_machine_init(struct cfi_machine *m, const struct cfi_section *sec,
 		if (err)
 			return err;
 	}
-	m->initial = m->row;
+	cfi_row_copy(&m->initial, &m->row);
 	m->insns = (struct buf){ fde->insns, fde->insns_end };
 	return 0;
 }
@@ -291,7 +291,7 @@ int cfi_machine_next(struct cfi_machine *m, struct cfi_row *out)
 			return err;
 		}
 		if (moved && new_loc > m->row.loc) {
-			*out = m->row;
+			cfi_row_copy(out, &m->row);
 			out->loc_end = new_loc;
 			m->row.loc = new_loc;
 			return 1;
@@ -300,7 +300,7 @@ int cfi_machine_next(struct cfi_machine *m, struct cfi_row *out)
 	m->done = true;
 	if (m->row.loc >= m->fde->pc_end)
 		return 0; /* the last advance reached the end exactly */
-	*out = m->row;
+	cfi_row_copy(out, &m->row);
 	out->loc_end = m->fde->pc_end;
 	return 1;
 }

@@ -57,10 +57,10 @@ static bool find_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi)
 			break;
 		have += (size_t)n;
 		size_t start = 0;
-		for (size_t i = 0; i < have; i++) {
-			if (buf[i] != '\n')
-				continue;
-			const char *p = buf + start, *end = buf + i;
+		const char *nl;
+		/* memchr: pure computation, safe in a signal handler. */
+		while ((nl = memchr(buf + start, '\n', have - start)) != NULL) {
+			const char *p = buf + start, *end = nl;
 			uint64_t a, b;
 			if (parse_hex(&p, end, &a) && p < end && *p++ == '-' && parse_hex(&p, end, &b) &&
 			    addr >= a && addr < b) {
@@ -69,7 +69,7 @@ static bool find_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi)
 				found = true;
 				break;
 			}
-			start = i + 1;
+			start = (size_t)(nl - buf) + 1;
 		}
 		if (found)
 			break;

@@ -78,22 +78,25 @@ void uw_ftab_free(struct uw_ftab *t)
 	base_free(raw);
 }
 
-/* A key's set, and the way searched first (where it is put when free). */
-static inline size_t ft_set(uint64_t h)
+/* A key's set, and the way searched first (where it is put when free).
+ * The module id is hashed, the offset is not: 16-byte granules of a
+ * module's code go to consecutive sets, so the PCs of nearby code share
+ * the table's pages (a first walk faults in few of them) and no two PCs
+ * of one module less than 16 KiB apart compete for a set. */
+static inline size_t ft_set(uint64_t key)
 {
-	return (size_t)(h >> SET_SHIFT);
+	return (size_t)(((key >> 32) * HASH_MUL >> SET_SHIFT) + (key >> 4)) % UW_FT_SETS;
 }
-static inline unsigned ft_way(uint64_t h)
+static inline unsigned ft_way(uint64_t key)
 {
-	return (unsigned)(h >> (SET_SHIFT - 3)) & (UW_FT_WAYS - 1);
+	return (unsigned)(key ^ key >> 3) % UW_FT_WAYS;
 }
 
 /* The entry for KEY in its set, searching every way; 0 if absent. */
 static uint64_t ft_find(const struct uw_ftab *t, uint64_t key)
 {
-	uint64_t h = key * HASH_MUL;
-	const _Atomic uint64_t *set = t->set[ft_set(h)];
-	for (unsigned i = 0, w = ft_way(h); i < UW_FT_WAYS; i++, w = (w + 1) % UW_FT_WAYS) {
+	const _Atomic uint64_t *set = t->set[ft_set(key)];
+	for (unsigned i = 0, w = ft_way(key); i < UW_FT_WAYS; i++, w = (w + 1) % UW_FT_WAYS) {
 		uint64_t e = atomic_load_explicit(&set[w], memory_order_relaxed);
 		if (e >> UW_FT_RULE_BITS == key)
 			return e;
@@ -106,9 +109,9 @@ static uint64_t ft_find(const struct uw_ftab *t, uint64_t key)
  * Release: a pool rule the entry names is visible before the entry. */
 static void ft_put(struct uw_ftab *t, uint64_t key, uint32_t rule)
 {
-	uint64_t h = key * HASH_MUL, want = key << UW_FT_RULE_BITS | rule;
-	_Atomic uint64_t *set = t->set[ft_set(h)];
-	for (unsigned i = 0, w = ft_way(h); i < UW_FT_WAYS; i++, w = (w + 1) % UW_FT_WAYS) {
+	uint64_t want = key << UW_FT_RULE_BITS | rule;
+	_Atomic uint64_t *set = t->set[ft_set(key)];
+	for (unsigned i = 0, w = ft_way(key); i < UW_FT_WAYS; i++, w = (w + 1) % UW_FT_WAYS) {
 		uint64_t cur = atomic_load_explicit(&set[w], memory_order_relaxed);
 		if (cur == 0 || cur >> UW_FT_RULE_BITS == key) {
 			if (atomic_compare_exchange_strong_explicit(&set[w], &cur, want,

@@ -2,7 +2,8 @@
 # check_phdrs.sh READELF KIND FILE [KIND FILE]...: the test programs of
 # test_anyexe.c are what they must be, as readelf -l sees them. KIND nohdr:
 # an .eh_frame section but no PT_GNU_EH_FRAME; KIND static: that, and an
-# ET_EXEC with neither PT_INTERP nor PT_DYNAMIC (not even static-pie).
+# ET_EXEC with neither PT_INTERP nor PT_DYNAMIC (not even static-pie); KIND
+# staticpie: an ET_DYN with PT_GNU_EH_FRAME and without PT_INTERP.
 set -eu
 readelf=$1
 shift
@@ -14,6 +15,12 @@ while [ $# -ge 2 ]; do
 	problem=
 	if ! "$readelf" -SW "$file" | grep -q ' \.eh_frame '; then
 		problem="no .eh_frame section"
+	elif [ "$kind" = staticpie ]; then
+		if ! printf '%s\n' "$segs" | grep -q 'Elf file type is DYN' ||
+			! printf '%s\n' "$segs" | grep -q 'GNU_EH_FRAME' ||
+			printf '%s\n' "$segs" | grep -Eq '^ *INTERP '; then
+			problem="not a static-pie with PT_GNU_EH_FRAME"
+		fi
 	elif printf '%s\n' "$segs" | grep -q 'GNU_EH_FRAME'; then
 		problem="has PT_GNU_EH_FRAME"
 	elif [ "$kind" = static ] && ! printf '%s\n' "$segs" | grep -q 'Elf file type is EXEC'; then

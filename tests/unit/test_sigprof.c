@@ -3,10 +3,24 @@
  * times, while the main thread and two
  * workers run varied code (recursion, qsort callbacks, libm, memcpy) and a
  * third thread dlopens and dlcloses a library in a loop. Every sample must
- * walk cleanly to main or to its thread's function or start, with no
- * allocation in the handler (malloc is interposed and counted per thread),
- * and nothing may crash. */
+ * walk cleanly to main or to its thread's function or start, and nothing
+ * may crash.
+ *
+ * The async-signal-safety proof (README: "no malloc, no locks, no errno
+ * changes"): while the handler walks, calls to malloc/calloc/realloc/free
+ * and to pthread_mutex_lock/trylock/timedlock/clocklock and
+ * pthread_rwlock_{rd,wr}lock and their try/timed/clock forms are counted
+ * per thread (interposed below) and must be zero; errno is set to a
+ * sentinel before each walk and must still hold it after. The
+ * interposition catches what backstep's code calls (it is linked into this
+ * executable, so its calls bind to these definitions; libbackstep.so's
+ * would go through the PLT to them alike) and what other libraries call
+ * through their PLT. Calls glibc makes to its own internal locks (inside
+ * _dl_find_object, dl_iterate_phdr, malloc itself) bind inside libc and
+ * are not seen: that is accepted — those are glibc's AS-safety, not ours.
+ * The interposers are checked to see calls at all before the run. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <math.h>
 #include <pthread.h>
@@ -51,6 +65,161 @@ void free(void *p)
 	__libc_free(p);
 }
 
+/* ---- lock interposition: calls while the handler walks ---- */
+enum {
+	L_MUTEX_LOCK, L_MUTEX_TRYLOCK, L_MUTEX_TIMEDLOCK, L_MUTEX_CLOCKLOCK, L_RD, L_WR, L_TRYRD,
+	L_TRYWR, L_TIMEDRD, L_TIMEDWR, L_CLOCKRD, L_CLOCKWR, NLOCKFN
+};
+static const char *const lock_fn_name[NLOCKFN] = {
+	"pthread_mutex_lock",	      "pthread_mutex_trylock",	    "pthread_mutex_timedlock",
+	"pthread_mutex_clocklock",    "pthread_rwlock_rdlock",	    "pthread_rwlock_wrlock",
+	"pthread_rwlock_tryrdlock",   "pthread_rwlock_trywrlock",   "pthread_rwlock_timedrdlock",
+	"pthread_rwlock_timedwrlock", "pthread_rwlock_clockrdlock", "pthread_rwlock_clockwrlock",
+};
+static atomic_int handler_locks[NLOCKFN];
+
+static void count_lock(int which)
+{
+	if (in_handler)
+		atomic_fetch_add(&handler_locks[which], 1);
+}
+
+/* The real functions: the next definitions, looked up before main (a
+ * constructor) or at a first call before that, never in a handler. */
+static void *next_fn(int which)
+{
+	static void *fn[NLOCKFN];
+	if (!fn[which])
+		fn[which] = dlsym(RTLD_NEXT, lock_fn_name[which]);
+	return fn[which];
+}
+
+__attribute__((constructor)) static void resolve_lock_fns(void)
+{
+	for (int i = 0; i < NLOCKFN; i++)
+		next_fn(i);
+}
+
+#define NEXT(which, type) ((type)next_fn(which))
+typedef int (*mutex_fn)(pthread_mutex_t *);
+typedef int (*mutex_timed_fn)(pthread_mutex_t *, const struct timespec *);
+typedef int (*mutex_clock_fn)(pthread_mutex_t *, clockid_t, const struct timespec *);
+typedef int (*rwlock_fn)(pthread_rwlock_t *);
+typedef int (*rwlock_timed_fn)(pthread_rwlock_t *, const struct timespec *);
+typedef int (*rwlock_clock_fn)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+
+int pthread_mutex_lock(pthread_mutex_t *m)
+{
+	count_lock(L_MUTEX_LOCK);
+	return NEXT(L_MUTEX_LOCK, mutex_fn)(m);
+}
+int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+	count_lock(L_MUTEX_TRYLOCK);
+	return NEXT(L_MUTEX_TRYLOCK, mutex_fn)(m);
+}
+int pthread_mutex_timedlock(pthread_mutex_t *restrict m, const struct timespec *restrict t)
+{
+	count_lock(L_MUTEX_TIMEDLOCK);
+	return NEXT(L_MUTEX_TIMEDLOCK, mutex_timed_fn)(m, t);
+}
+int pthread_mutex_clocklock(pthread_mutex_t *restrict m, clockid_t c,
+			    const struct timespec *restrict t)
+{
+	count_lock(L_MUTEX_CLOCKLOCK);
+	return NEXT(L_MUTEX_CLOCKLOCK, mutex_clock_fn)(m, c, t);
+}
+int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+	count_lock(L_RD);
+	return NEXT(L_RD, rwlock_fn)(l);
+}
+int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+{
+	count_lock(L_WR);
+	return NEXT(L_WR, rwlock_fn)(l);
+}
+int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
+{
+	count_lock(L_TRYRD);
+	return NEXT(L_TRYRD, rwlock_fn)(l);
+}
+int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
+{
+	count_lock(L_TRYWR);
+	return NEXT(L_TRYWR, rwlock_fn)(l);
+}
+int pthread_rwlock_timedrdlock(pthread_rwlock_t *restrict l, const struct timespec *restrict t)
+{
+	count_lock(L_TIMEDRD);
+	return NEXT(L_TIMEDRD, rwlock_timed_fn)(l, t);
+}
+int pthread_rwlock_timedwrlock(pthread_rwlock_t *restrict l, const struct timespec *restrict t)
+{
+	count_lock(L_TIMEDWR);
+	return NEXT(L_TIMEDWR, rwlock_timed_fn)(l, t);
+}
+int pthread_rwlock_clockrdlock(pthread_rwlock_t *restrict l, clockid_t c,
+			       const struct timespec *restrict t)
+{
+	count_lock(L_CLOCKRD);
+	return NEXT(L_CLOCKRD, rwlock_clock_fn)(l, c, t);
+}
+int pthread_rwlock_clockwrlock(pthread_rwlock_t *restrict l, clockid_t c,
+			       const struct timespec *restrict t)
+{
+	count_lock(L_CLOCKWR);
+	return NEXT(L_CLOCKWR, rwlock_clock_fn)(l, c, t);
+}
+
+/* The interposers see calls at all: each function called once as if from
+ * the handler (before any signal is set up), every counter must move. */
+static void probe_interposers(void)
+{
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	pthread_rwlock_t l = PTHREAD_RWLOCK_INITIALIZER;
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += 1;
+	struct timespec tm;
+	clock_gettime(CLOCK_MONOTONIC, &tm);
+	tm.tv_sec += 1;
+	in_handler = 1;
+	void *volatile p = malloc(16); /* volatile: the pairs may not be elided */
+	free(p);
+	p = calloc(1, 16);
+	p = realloc(p, 32);
+	free(p);
+	pthread_mutex_lock(&m);
+	pthread_mutex_unlock(&m);
+	pthread_mutex_trylock(&m);
+	pthread_mutex_unlock(&m);
+	pthread_mutex_timedlock(&m, &t);
+	pthread_mutex_unlock(&m);
+	pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &tm);
+	pthread_mutex_unlock(&m);
+	pthread_rwlock_rdlock(&l);
+	pthread_rwlock_unlock(&l);
+	pthread_rwlock_wrlock(&l);
+	pthread_rwlock_unlock(&l);
+	pthread_rwlock_tryrdlock(&l);
+	pthread_rwlock_unlock(&l);
+	pthread_rwlock_trywrlock(&l);
+	pthread_rwlock_unlock(&l);
+	pthread_rwlock_timedrdlock(&l, &t);
+	pthread_rwlock_unlock(&l);
+	pthread_rwlock_timedwrlock(&l, &t);
+	pthread_rwlock_unlock(&l);
+	pthread_rwlock_clockrdlock(&l, CLOCK_MONOTONIC, &tm);
+	pthread_rwlock_unlock(&l);
+	pthread_rwlock_clockwrlock(&l, CLOCK_MONOTONIC, &tm);
+	pthread_rwlock_unlock(&l);
+	in_handler = 0;
+	CHECK_INT(atomic_exchange(&handler_allocs, 0), 5, "the malloc interposers count");
+	for (int i = 0; i < NLOCKFN; i++)
+		CHECK_INT(atomic_exchange(&handler_locks[i], 0), 1, lock_fn_name[i]);
+}
+
 struct range {
 	uintptr_t lo, hi;
 };
@@ -60,6 +229,9 @@ static struct range r_main, r_worker, r_loader, r_pinger;
  * interrupted before it reached its own function ends there too. */
 static uint64_t thread_root_pc;
 static atomic_int samples, bad_end, no_root, short_walks, errors, disagree;
+/* Walks after which errno no longer held the sentinel set before them. */
+static atomic_int errno_cursor, errno_backtrace;
+#define ERRNO_SENTINEL 0x5eed
 /* Internal (src/unwind): bk_backtrace by the cursor alone, and how often
  * bk_backtrace's fast walk handed over to the cursor. */
 int uw_backtrace_cursor(void **pcs, int max);
@@ -98,7 +270,9 @@ static void on_prof(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)si;
+	int saved_errno = errno;
 	in_handler = 1;
+	errno = ERRNO_SENTINEL;
 	struct bk_cursor c;
 	int rc = bk_cursor_init_ucontext(&c, bk_space_local(), uc);
 	bool root = false;
@@ -119,6 +293,8 @@ static void on_prof(int sig, siginfo_t *si, void *uc)
 			n++;
 		} while ((rc = bk_cursor_step(&c)) == 1);
 	}
+	if (errno != ERRNO_SENTINEL)
+		atomic_fetch_add(&errno_cursor, 1);
 	root |= thread_root_pc && last == thread_root_pc;
 	if (rc != 0 || !root) {
 		int k = atomic_fetch_add(&nkept, 1);
@@ -134,7 +310,10 @@ static void on_prof(int sig, siginfo_t *si, void *uc)
 	/* The fast walk and the cursor's must give the same frames; only the
 	 * first PC differs (two call sites in this handler). */
 	void *pcs[128], *ref[128];
+	errno = ERRNO_SENTINEL;
 	int nb = bk_backtrace(pcs, 128), nr = uw_backtrace_cursor(ref, 128);
+	if (errno != ERRNO_SENTINEL)
+		atomic_fetch_add(&errno_backtrace, 1);
 	if (nb < 2)
 		atomic_fetch_add(&short_walks, 1);
 	if (nb != nr || memcmp(pcs + 1, ref + 1, (size_t)(nb - 1) * sizeof(pcs[0])) != 0)
@@ -145,6 +324,7 @@ static void on_prof(int sig, siginfo_t *si, void *uc)
 	if (!root)
 		atomic_fetch_add(&no_root, 1);
 	in_handler = 0;
+	errno = saved_errno;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -236,6 +416,7 @@ int main(int argc, char **argv)
 	r_loader = range_of((void *)loader);
 	r_pinger = range_of((void *)pinger);
 	CHECK(r_main.hi > r_main.lo && r_worker.hi > r_worker.lo, "function ranges known");
+	probe_interposers();
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -298,6 +479,14 @@ int main(int argc, char **argv)
 	CHECK(handed * 2 < (unsigned long)atomic_load(&samples),
 	      "the fast walk does most samples alone (%lu handed over)", handed);
 	CHECK_INT(atomic_load(&handler_allocs), 0, "no allocation in the handler");
+	for (int i = 0; i < NLOCKFN; i++) {
+		char what[96];
+		snprintf(what, sizeof(what), "no %s in the handler's walks", lock_fn_name[i]);
+		CHECK_INT(atomic_load(&handler_locks[i]), 0, what);
+	}
+	CHECK_INT(atomic_load(&errno_cursor), 0, "errno unchanged by the ucontext cursor's walk");
+	CHECK_INT(atomic_load(&errno_backtrace), 0,
+		  "errno unchanged by bk_backtrace and the cursor-only bk_backtrace");
 	CHECK_INT(atomic_load(&errors), 0, "dlopen worked");
 	return check_summary();
 }
