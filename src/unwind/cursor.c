@@ -830,7 +830,9 @@ static int step(struct uw_cursor *c)
 		int err = uw_decide(s, m, pc, lookup, &crow, &t, &cie, &row);
 		if (err)
 			return err;
-		if (!cached)
+		/* A module described for this one use (no slot free, or its
+		 * index being built elsewhere) lends no lasting decision. */
+		if (!cached && m != &tmp)
 			uw_cache_put(s, lookup, tag, &crow);
 	}
 
