@@ -98,16 +98,11 @@ static struct uw_cursor *ucur(struct bk_cursor *c)
 }
 
 /* The cursor's walk: PCs of the frames it steps to, and how it ended. */
-static int cursor_walk(struct bk_space *s, uint64_t pc, uint64_t sp, uint64_t fp, bool at_pc,
+static int cursor_walk(struct bk_space *s, const struct bk_regs *regs, bool at_pc,
 		       uint64_t *pcs, int *end)
 {
-	struct bk_regs regs;
-	memset(&regs, 0, sizeof(regs));
-	bk_regs_set(&regs, 16, pc);
-	bk_regs_set(&regs, 7, sp);
-	bk_regs_set(&regs, 6, fp);
 	struct bk_cursor c;
-	check(bk_cursor_init(&c, s, &regs) == 0, "bk_cursor_init failed");
+	check(bk_cursor_init(&c, s, regs) == 0, "bk_cursor_init failed");
 	if (!at_pc) {
 		/* A return address: the cursor looks up PC - 1 from a frame that
 		 * is not the innermost. uw_cursor's at_pc is its own business;
@@ -191,12 +186,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static uint64_t ref[MAXF];
 	static void *pcs[MAXF], *again[MAXF], *nowin[MAXF];
 	int end;
-	int nref = cursor_walk(s, pc, sp, fp, at_pc, ref, &end);
+	/* The first frame's registers: PC, SP, FP and, from the input's
+	 * stack bytes, a few callee-saved ones (a cursor step may use them). */
+	struct bk_regs full;
+	struct bk_regs *regs = &full;
+	memset(&full, 0, sizeof(full));
+	bk_regs_set(&full, 16, pc);
+	bk_regs_set(&full, 7, sp);
+	bk_regs_set(&full, 6, fp);
+	for (unsigned i = 0; i < 4 && (i + 1) * 8 <= stack_len; i++)
+		bk_regs_set(&full, i == 0 ? 3 : 11 + i, le(stack + i * 8, 8));
+	int nref = cursor_walk(s, regs, at_pc, ref, &end);
 
-	uint64_t regs[17] = { 0 };
-	regs[16] = pc;
-	regs[7] = sp;
-	regs[6] = fp;
 	int n = uw_walk_pcs(s, regs, at_pc, pcs, MAXF);
 	agree(n, pcs, nref, ref, end, MAXF);
 	/* Warm: the table and the memo answer now. */

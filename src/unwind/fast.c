@@ -428,36 +428,52 @@ static inline bool rd(const struct walk_mem *wm, uint64_t at, uint64_t *v)
 	return read_other(wm, at, v);
 }
 
-/* Where the signal frame at SP keeps REGNO, or 0 if it does not. */
-static uint64_t sigframe_slot(const struct arch_info *a, uint64_t sp, unsigned regno)
-{
-	const struct arch_sigframe *sf = &a->sigframe;
-	for (unsigned i = 0; i < sf->nregs; i++)
-		if (sf->reg[i].regno == regno)
-			return sp + sf->ucontext_off + sf->gregs_off + sf->reg[i].off;
-	return 0;
-}
-
 /* The walk's registers, for the slow steps. */
 struct walk_regs {
 	uint64_t pc, sp, fp;
 };
 
 /* Step over the signal frame at R->sp: every saved register must be
- * readable, as for the cursor; the PC, SP and FP are kept. */
+ * readable, as for the cursor; they are kept in *FULL (the interrupted
+ * frame's registers, all known), the PC, SP and FP in R. */
 static bool step_signal(const struct walk_mem *mem, const struct arch_info *a,
-			struct walk_regs *r)
+			struct walk_regs *r, struct bk_regs *full)
 {
 	const struct arch_sigframe *sf = &a->sigframe;
 	uint64_t base = r->sp + sf->ucontext_off + sf->gregs_off, v;
-	for (unsigned i = 0; i < sf->nregs; i++)
+	memset(full->valid, 0, sizeof(full->valid));
+	for (unsigned i = 0; i < sf->nregs; i++) {
 		if (!rd(mem, base + sf->reg[i].off, &v))
 			return false;
-	uint64_t at_pc = sigframe_slot(a, r->sp, a->pc_reg),
-		 at_sp = sigframe_slot(a, r->sp, a->sp_reg),
-		 at_fp = sigframe_slot(a, r->sp, a->fp_reg);
-	return at_pc && at_sp && at_fp && rd(mem, at_pc, &r->pc) && rd(mem, at_sp, &r->sp) &&
-	       rd(mem, at_fp, &r->fp);
+		bk_regs_set(full, sf->reg[i].regno, v);
+	}
+	return bk_regs_get(full, a->pc_reg, &r->pc) && bk_regs_get(full, a->sp_reg, &r->sp) &&
+	       bk_regs_get(full, a->fp_reg, &r->fp);
+}
+
+/* One cursor step from a frame whose registers are all known (FULL),
+ * looked up at PC - BACK: for a rule the three registers cannot follow.
+ * Returns 1 stepped (R: the caller's PC, SP and FP), 0 outermost, -1 hand
+ * over (an error, or the caller's FP not recovered). The step is the one a
+ * whole cursor walk would make here: it stands on the same registers. */
+static int step_cursor(struct bk_space *s, const struct bk_regs *full, uint64_t back,
+		       struct walk_regs *r)
+{
+	struct bk_cursor bc;
+	if (bk_cursor_init(&bc, s, full) != 0)
+		return -1;
+	struct uw_cursor *c = (struct uw_cursor *)(void *)&bc;
+	c->at_pc = back == 0;
+	int k = bk_cursor_step(&bc);
+	if (k != 1)
+		return k == 0 ? 0 : -1;
+	r->pc = bk_cursor_pc(&bc);
+	r->sp = bk_cursor_sp(&bc);
+	/* The walk goes on with the caller's SP as the CFA to exceed: so
+	 * must the cursor's (a rule for the SP could part them). */
+	if (c->cfa != r->sp)
+		return -1;
+	return bk_cursor_reg(&bc, s->arch->fp_reg, &r->fp) == 1 ? 1 : -1;
 }
 
 /* Apply pool rule X to a frame looked up at PC - BACK whose caller's CFA
@@ -543,7 +559,7 @@ struct walk_ctx {
  * Returns 1 stepped (*SIGNAL: over a signal frame), 0 outermost, -1 hand
  * over. */
 static int step_any(struct walk_ctx *w, struct walk_regs *r, uint64_t back, uint64_t cfa_prev,
-		    bool *signal)
+		    const struct bk_regs *full, struct bk_regs *sig, bool *signal)
 {
 	*signal = false;
 	uint64_t lookup = r->pc - back;
@@ -555,17 +571,22 @@ static int step_any(struct walk_ctx *w, struct walk_regs *r, uint64_t back, uint
 		return 0;
 	case R_SIGNAL:
 		*signal = true;
-		return step_signal(&w->mem, w->s->arch, r) ? 1 : -1;
+		return step_signal(&w->mem, w->s->arch, r, sig) ? 1 : -1;
 	case R_CFA:
 		inline_rule(rule, &x);
 		break;
 	default: {
 		uint32_t i = rule >> 2;
-		if (i == 0 || i >= UW_FT_XRULES)
+		if (i >= UW_FT_XRULES)
 			return -1;
 		/* Pairs with the release that published the entry naming it. */
 		atomic_thread_fence(memory_order_acquire);
 		x = w->s->ftab->x[i];
+		/* No fast form, or no CFI in an interrupted frame: the cursor's
+		 * step, if this frame's registers are all known; else the
+		 * whole walk goes to the cursor. */
+		if (i == 0 || (x.cfa == UW_X_CFA_CHAIN && !back))
+			return full ? step_cursor(w->s, full, back, r) : -1;
 	}
 	}
 	return step_pool(&w->mem, &x, r, back, cfa_prev);
@@ -574,15 +595,18 @@ static int step_any(struct walk_ctx *w, struct walk_regs *r, uint64_t back, uint
 /* Slow steps from R until the next frame is an ordinary one (a return
  * address whose SP is the CFA just computed), storing PCs from OUT (below
  * END). The first frame is looked up at PC - BACK, its caller's CFA above
- * CFA_PREV. Returns where the next PC goes; *STATUS is 1 to go on, 0 at
- * the end of the stack, -1 to hand over. */
+ * CFA_PREV; FULL: all its registers, if known. Returns where the next PC
+ * goes; *STATUS is 1 to go on, 0 at the end of the stack, -1 to hand
+ * over. */
 __attribute__((noinline)) static void **walk_slow(struct walk_ctx *w, struct walk_regs *r,
-						  uint64_t back, uint64_t cfa_prev, void **out,
+						  uint64_t back, uint64_t cfa_prev,
+						  const struct bk_regs *full, void **out,
 						  void **end, int *status)
 {
+	struct bk_regs sig;
 	for (;;) {
 		bool signal;
-		int k = step_any(w, r, back, cfa_prev, &signal);
+		int k = step_any(w, r, back, cfa_prev, full, &sig, &signal);
 		if (k <= 0) {
 			*status = k;
 			return out;
@@ -591,13 +615,15 @@ __attribute__((noinline)) static void **walk_slow(struct walk_ctx *w, struct wal
 		*status = 1;
 		if (!signal)
 			return out;
-		/* The interrupted frame: at its PC, the CFA free to go down. */
+		/* The interrupted frame: at its PC, the CFA free to go down,
+		 * every register known from the signal frame. */
 		if (out == end || r->pc == 0) {
 			*status = 0;
 			return out;
 		}
 		back = 0;
 		cfa_prev = 0;
+		full = &sig;
 	}
 }
 
@@ -672,7 +698,7 @@ static inline __attribute__((always_inline)) int walk_loop(struct walk_ctx *w,
 			continue;
 		}
 		struct walk_regs rs = { pc, sp, fp };
-		out = walk_slow(w, &rs, 1, sp, out, end, &k);
+		out = walk_slow(w, &rs, 1, sp, NULL, out, end, &k);
 		if (k <= 0)
 			return k < 0 ? -1 : (int)(out - pcs);
 		pc = rs.pc;
@@ -688,8 +714,8 @@ static inline __attribute__((always_inline)) int walk_loop(struct walk_ctx *w,
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-slp-vectorize")))
 #endif
-int uw_walk_pcs_window(struct bk_space *s, const uint64_t *regs, bool at_pc, void **pcs,
-		       int max, const struct uw_window *win)
+int uw_walk_pcs_window(struct bk_space *s, const struct bk_regs *regs, bool at_pc,
+		       void **pcs, int max, const struct uw_window *win)
 {
 	const struct arch_info *a = s->arch;
 	if (!s->ftab || !s->memo || a->addr_size != 8 || max <= 0)
@@ -720,10 +746,14 @@ int uw_walk_pcs_window(struct bk_space *s, const uint64_t *regs, bool at_pc, voi
 		max = BK_MAX_FRAMES - 1;
 	void **out = pcs, **end = pcs + max;
 
-	/* The first frame has no CFA below it to exceed. */
-	struct walk_regs r = { regs[a->pc_reg], regs[a->sp_reg], regs[a->fp_reg] };
+	/* The first frame has no CFA below it to exceed. Its PC and SP must
+	 * be known; without its FP the walk is the cursor's. */
+	struct walk_regs r;
+	if (!bk_regs_get(regs, a->pc_reg, &r.pc) || !bk_regs_get(regs, a->sp_reg, &r.sp) ||
+	    !bk_regs_get(regs, a->fp_reg, &r.fp))
+		return -1;
 	int k;
-	out = walk_slow(&w, &r, !at_pc, 0, out, end, &k);
+	out = walk_slow(&w, &r, !at_pc, 0, regs, out, end, &k);
 	if (k <= 0)
 		return k < 0 ? -1 : (int)(out - pcs);
 	if (w.mem.bias == 0)
@@ -731,10 +761,13 @@ int uw_walk_pcs_window(struct bk_space *s, const uint64_t *regs, bool at_pc, voi
 	return walk_loop(&w, memo, r, pcs, out, end, w.mem.bias);
 }
 
-int uw_walk_pcs(struct bk_space *s, const uint64_t *regs, bool at_pc, void **pcs, int max)
+int uw_walk_pcs(struct bk_space *s, const struct bk_regs *regs, bool at_pc, void **pcs,
+		int max)
 {
 	struct uw_window win;
-	if (!s->local && s->window && s->window(s->ctx, regs[s->arch->sp_reg], &win))
+	uint64_t sp;
+	if (!s->local && s->window && bk_regs_get(regs, s->arch->sp_reg, &sp) &&
+	    s->window(s->ctx, sp, &win))
 		return uw_walk_pcs_window(s, regs, at_pc, pcs, max, &win);
 	return uw_walk_pcs_window(s, regs, at_pc, pcs, max, NULL);
 }

@@ -320,7 +320,13 @@ static int backtrace_from(const uint64_t *regs, void **pcs, int max, bool fast)
 		return 0;
 	tgt_local_note_stack(regs[7]);
 	if (fast) {
-		int n = uw_walk_pcs(&default_space, regs, false, pcs, max);
+		/* What the capture vouches for: rbx, rbp, rsp, r12-r15, rip. */
+		struct bk_regs r;
+		memset(r.valid, 0, sizeof(r.valid));
+		static const unsigned keep[] = { 3, 6, 7, 12, 13, 14, 15, 16 };
+		for (size_t i = 0; i < BK_ARRAY_LEN(keep); i++)
+			bk_regs_set(&r, keep[i], regs[keep[i]]);
+		int n = uw_walk_pcs(&default_space, &r, false, pcs, max);
 		if (n >= 0)
 			return n;
 		atomic_fetch_add_explicit(&uw_fast_handovers, 1, memory_order_relaxed);

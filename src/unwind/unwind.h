@@ -165,13 +165,16 @@ BK_HIDDEN void uw_ftab_clear(struct uw_ftab *t);
 /* A table from the allocation funnel (aligned), or NULL; and its release. */
 BK_HIDDEN struct uw_ftab *uw_ftab_new(void);
 BK_HIDDEN void uw_ftab_free(struct uw_ftab *t);
-/* The PCs of the walk from REGS (DWARF numbering; the PC, SP and frame
- * pointer are used), innermost first; AT_PC: the first frame was
+/* The PCs of the walk from REGS, the first frame's registers (its PC, SP
+ * and frame pointer must be known; the others are used for a frame
+ * without a fast form), innermost first; AT_PC: the first frame was
  * interrupted (look it up at its PC), else the PC is a return address.
- * Returns how many PCs were stored, or -1 when a frame needs more than the
- * three registers (the caller walks again with the cursor, which makes the
- * same frames; uw_fast_handovers counts it). AS-safe. */
-BK_HIDDEN int uw_walk_pcs(struct bk_space *s, const uint64_t *regs, bool at_pc, void **pcs,
+ * A frame whose rule needs more than the PC, SP and FP is stepped by the
+ * cursor where all its registers are known (the first frame, the frame a
+ * signal interrupted); elsewhere the walk returns -1 and the caller walks
+ * again with the cursor, which makes the same frames (uw_fast_handovers
+ * counts it). Returns how many PCs were stored, or -1. AS-safe. */
+BK_HIDDEN int uw_walk_pcs(struct bk_space *s, const struct bk_regs *regs, bool at_pc, void **pcs,
 			  int max);
 /* Where the walk reads the stack with plain loads: target addresses
  * [addr, addr + len) held at HOST (this process's own stack: host = addr;
@@ -182,7 +185,7 @@ struct uw_window {
 };
 /* uw_walk_pcs with the window WIN (NULL: this thread's stack for a local
  * space, else none: every read through read_mem). */
-BK_HIDDEN int uw_walk_pcs_window(struct bk_space *s, const uint64_t *regs, bool at_pc,
+BK_HIDDEN int uw_walk_pcs_window(struct bk_space *s, const struct bk_regs *regs, bool at_pc,
 				 void **pcs, int max, const struct uw_window *win);
 
 /* The cursor's cache of compiled rows keyed by lookup PC, two-way

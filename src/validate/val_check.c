@@ -224,13 +224,6 @@ bool val_check_fast(const struct val_walk_in *in, const struct uw_window *win,
 {
 	static void *fast[BK_MAX_FRAMES];
 	static uint64_t ref[BK_MAX_FRAMES], culprit[BK_MAX_FRAMES];
-	const struct arch_info *a = in->space->arch;
-	uint64_t regs[ARCH_MAX_DWARF_REGS] = { 0 };
-	if (!bk_regs_get(in->regs, a->pc_reg, &regs[a->pc_reg]) ||
-	    !bk_regs_get(in->regs, a->sp_reg, &regs[a->sp_reg]))
-		return true;
-	bk_regs_get(in->regs, a->fp_reg, &regs[a->fp_reg]);
-
 	struct bk_cursor c;
 	if (bk_cursor_init(&c, in->space, in->regs) != 0)
 		return true;
@@ -243,7 +236,7 @@ bool val_check_fast(const struct val_walk_in *in, const struct uw_window *win,
 		ref[nref++] = bk_cursor_pc(&c);
 	}
 	st->fast_walks++;
-	int n = uw_walk_pcs_window(in->space, regs, true, fast, BK_MAX_FRAMES, win);
+	int n = uw_walk_pcs_window(in->space, in->regs, true, fast, BK_MAX_FRAMES, win);
 	if (n < 0) {
 		st->fast_handovers++;
 		return true;

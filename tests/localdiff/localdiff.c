@@ -93,7 +93,7 @@ struct slot {
 };
 static struct slot ring[RING];
 static atomic_uint ring_next;
-static atomic_long dropped;
+static atomic_long dropped, taken, taken_threads;
 static pid_t main_tid;
 static int (*unw_backtrace_fn)(void **, int);
 
@@ -254,6 +254,9 @@ __attribute__((noinline)) void localdiff_on_prof(int sig, siginfo_t *si, void *u
 		fault_jump = NULL;
 	}
 	atomic_store_explicit(&s->state, READY, memory_order_release);
+	atomic_fetch_add(&taken, 1);
+	if (!s->main_thread)
+		atomic_fetch_add(&taken_threads, 1);
 	errno = saved_errno;
 	__asm__ volatile("" ::: "memory"); /* keep the calls above out of a tail position */
 }
@@ -737,13 +740,15 @@ static int find_libgcc_s(struct dl_phdr_info *info, size_t size, void *arg)
 
 int main(int argc, char **argv)
 {
-	double seconds = 0.6;
+	double seconds = 0.6, max_seconds = 10;
 	long min_samples = 500, min_thread_samples = 0;
 	int later_status = 0;
 	const char *name = argc > 0 ? argv[0] : "?", *expected = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
 			seconds = atof(argv[++i]);
+		else if (strcmp(argv[i], "--max-seconds") == 0 && i + 1 < argc)
+			max_seconds = atof(argv[++i]);
 		else if (strcmp(argv[i], "--min-samples") == 0 && i + 1 < argc)
 			min_samples = atol(argv[++i]);
 		else if (strcmp(argv[i], "--min-thread-samples") == 0 && i + 1 < argc)
@@ -758,7 +763,8 @@ int main(int argc, char **argv)
 			name = build_name = argv[++i];
 		else {
 			fprintf(stderr,
-				"usage: localdiff [--seconds S] [--min-samples N] [--min-thread-samples N] "
+				"usage: localdiff [--seconds S] [--max-seconds S] [--min-samples N] "
+				"[--min-thread-samples N] "
 				"[--later-status N] "
 				"[--ping-us N] [--expected FILE] [--name NAME]\n");
 			return 2;
@@ -828,9 +834,11 @@ int main(int argc, char **argv)
 	char *fargv[] = { prog, NULL };
 	long runs = 0, bad_status = 0;
 	int first_status = -1, bad_value = 0;
-	/* The clock is read once per batch of runs, the batch doubling while a
-	 * batch takes under a millisecond: most samples then land in the
-	 * fixture, not in clock_gettime. */
+	/* The fixture runs for --seconds, and on (up to --max-seconds) until
+	 * the samples wanted were taken: on a loaded machine the thread gets
+	 * less of the CPU. The clock is read once per batch of runs, the batch
+	 * doubling while a batch takes under a millisecond: most samples then
+	 * land in the fixture, not in clock_gettime. */
 	double t0 = (double)clock_ns() * 1e-9, t = t0, last = t0;
 	long batch = 1, in_batch = 0;
 	do {
@@ -847,7 +855,9 @@ int main(int argc, char **argv)
 			last = t;
 			in_batch = 0;
 		}
-	} while (t - t0 < seconds);
+	} while (t - t0 < seconds ||
+		 (t - t0 < max_seconds && (atomic_load(&taken) < min_samples ||
+					   atomic_load(&taken_threads) < min_thread_samples)));
 
 	struct itimerval off = { { 0, 0 }, { 0, 0 } };
 	setitimer(ITIMER_PROF, &off, NULL);
