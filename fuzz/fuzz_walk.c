@@ -199,6 +199,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int nref = cursor_walk(s, regs, at_pc, ref, &end);
 
 	int n = uw_walk_pcs(s, regs, at_pc, pcs, MAXF);
+	if (getenv("FUZZ_WALK_VERBOSE")) {
+		fprintf(stderr, "cursor: %d frames, end %d:", nref, end);
+		for (int i = 0; i < nref && i < 8; i++)
+			fprintf(stderr, " %#llx", (unsigned long long)ref[i]);
+		fprintf(stderr, "\nfast: %d:", n);
+		for (int i = 0; i < n && i < 8; i++)
+			fprintf(stderr, " %p", pcs[i]);
+		fprintf(stderr, "\n");
+	}
 	agree(n, pcs, nref, ref, end, MAXF);
 	/* Warm: the table and the memo answer now. */
 	int n2 = uw_walk_pcs(s, regs, at_pc, again, MAXF);
@@ -210,8 +219,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int n3 = uw_walk_pcs_window(s, regs, at_pc, nowin, MAXF, NULL);
 	agree(n3, nowin, nref, ref, end, MAXF);
 	if (getenv("FUZZ_WALK_VERBOSE"))
-		fprintf(stderr, "cursor: %d frames, end %d; fast: %d, warm %d, no window %d\n", nref,
-			end, n, n2, n3);
+		fprintf(stderr, "warm %d, no window %d\n", n2, n3);
 	/* A short buffer: the walk stops at MAX. */
 	int n4 = uw_walk_pcs(s, regs, at_pc, pcs, 3);
 	agree(n4, pcs, nref, ref, end, 3);

@@ -257,6 +257,11 @@ static void compile_row(const struct arch_info *a, const struct cfi_section *sec
 	out->ra_slot = (uint8_t)arch_slot(a, (unsigned)cie->ra_reg);
 	out->ra_signed = row->ra_sign_state;
 	(void)sec;
+	/* An undefined return address makes the frame the outermost one,
+	 * whatever the rest of the row says (the CFA is not needed). */
+	const struct cfi_rule *ra = cfi_row_rule(row, (unsigned)cie->ra_reg);
+	if (ra && ra->kind == BK_RULE_UNDEFINED)
+		out->ra_undefined = 1;
 	if (row->cfa.kind != BK_RULE_CFA_REG_OFFSET || arch_slot(a, row->cfa.reg) == ARCH_NO_SLOT) {
 		out->kind = UW_KIND_CFI_SLOW;
 		return;
@@ -266,8 +271,6 @@ static void compile_row(const struct arch_info *a, const struct cfi_section *sec
 	for (unsigned i = 0; i < row->nrules; i++) {
 		const struct cfi_rule *r = &row->rule[i];
 		unsigned slot = arch_slot(a, row->regno[i]);
-		if (row->regno[i] == cie->ra_reg && r->kind == BK_RULE_UNDEFINED)
-			out->ra_undefined = 1;
 		if (slot == ARCH_NO_SLOT)
 			continue; /* a register the unwinder does not track */
 		if (r->kind == BK_RULE_EXPRESSION || r->kind == BK_RULE_VAL_EXPRESSION ||

@@ -360,12 +360,14 @@ static const char *build_name = "?";
 /* Where a PC is: its function (blanks taken out), the offset in it, its
  * module ("exe" for the test program) and the offset in that; AFTER_CALL:
  * the 5 bytes before it are a `call rel32` (the PC is also a return
- * address). LOOKUP_BACK: PC is a return address, looked up at PC - 1. */
+ * address). LOOKUP_BACK: PC is a return address, looked up at PC - 1;
+ * RA_AT_FN_START: such a PC that is also the first byte of a function (the
+ * call was the last instruction of the one before). */
 struct place {
 	char fn[160];
 	const char *mod;
 	unsigned long long fn_off, mod_off;
-	bool after_call;
+	bool after_call, ra_at_fn_start;
 };
 
 static void locate(const void *pc, bool lookup_back, struct place *pl)
@@ -373,7 +375,7 @@ static void locate(const void *pc, bool lookup_back, struct place *pl)
 	snprintf(pl->fn, sizeof(pl->fn), "?");
 	pl->mod = "?";
 	pl->fn_off = pl->mod_off = 0;
-	pl->after_call = false;
+	pl->after_call = pl->ra_at_fn_start = false;
 	if (!pc) {
 		snprintf(pl->fn, sizeof(pl->fn), "(end)");
 		pl->mod = "-";
@@ -389,6 +391,10 @@ static void locate(const void *pc, bool lookup_back, struct place *pl)
 				pl->fn[j++] = *q;
 		pl->fn[j] = 0;
 		pl->fn_off = sym[k - 1].offset + (lookup_back ? 1 : 0);
+	}
+	if (lookup_back) {
+		k = bk_space_symbolize(names, (uint64_t)(uintptr_t)pc, sym, 8);
+		pl->ra_at_fn_start = k > 0 && sym[k - 1].function && sym[k - 1].offset == 0;
 	}
 	Dl_info info;
 	if (dladdr((void *)(uintptr_t)a, &info) && info.dli_fname) {
@@ -465,7 +471,8 @@ static void note(const char *peer, const char *kind, const struct place *where,
 		 int peer_off, const char *detail)
 {
 	char w[256], l[256], key[512], off[24];
-	snprintf(w, sizeof(w), "%s@%s", where->fn, where->mod);
+	snprintf(w, sizeof(w), "%s@%s%s", where->fn, where->mod,
+		 where->ra_at_fn_start ? "!ra-at-fn-start" : "");
 	snprintf(l, sizeof(l), "%s+0x%llx@%s%s", landed->fn, landed->fn_off, landed->mod,
 		 landed->after_call ? "!after-call" : "");
 	snprintf(key, sizeof(key), "%s %s %s %s@%s", peer, kind, w, landed->fn, landed->mod);
