@@ -11,28 +11,10 @@ import os
 import struct
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from seedtool import sleb_enc as sleb, uleb_enc as uleb  # noqa: E402
+
 CODE, EH, STACK = 0x400000, 0x500000, 0x7ff000000000
-
-
-def uleb(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7f
-        v >>= 7
-        out.append(b | (0x80 if v else 0))
-        if not v:
-            return bytes(out)
-
-
-def sleb(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7f
-        v >>= 7
-        done = (v == 0 and not b & 0x40) or (v == -1 and b & 0x40)
-        out.append(b | (0 if done else 0x80))
-        if done:
-            return bytes(out)
 
 
 def pad(b):
