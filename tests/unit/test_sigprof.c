@@ -15,9 +15,11 @@
  * interposition catches what backstep's code calls (it is linked into this
  * executable, so its calls bind to these definitions; libbackstep.so's
  * would go through the PLT to them alike) and what other libraries call
- * through their PLT. Calls glibc makes to its own internal locks (inside
- * _dl_find_object, dl_iterate_phdr, malloc itself) bind inside libc and
- * are not seen: that is accepted — those are glibc's AS-safety, not ours.
+ * through their PLT. Calls glibc makes to its own internal locks (the
+ * loader's lock in dl_iterate_phdr or dlopen, malloc's arena locks) bind
+ * inside libc and are not seen: that is accepted — what backstep calls in
+ * glibc on the walk (_dl_find_object, reads of memory) is glibc's to keep
+ * AS-safe.
  * The interposers are checked to see calls at all before the run. */
 #include <dlfcn.h>
 #include <errno.h>
