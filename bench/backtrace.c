@@ -5,6 +5,12 @@
  *   glibc   glibc backtrace() (libgcc's _Unwind_Backtrace),
  *   nongnu  nongnu libunwind's unw_backtrace (libunwind.so.8, dlopen),
  *   llvm    LLVM libunwind's unw_step loop (llvm-14's libunwind.so.1, dlopen),
+ *   bkcursor backstep's public cursor: bk_cursor_init_local, then per frame
+ *           bk_cursor_pc and bk_cursor_reg of every callee-saved register
+ *           (rbx, rbp, r12-r15) and rsp, and bk_cursor_step,
+ *   unwstep the same loop with nongnu libunwind (libunwind.so.8, dlopen):
+ *           unw_getcontext, unw_init_local, per frame unw_get_reg of the IP
+ *           and the same registers, and unw_step,
  * all in one process, over one of three stack shapes:
  *   recursive   DEPTH (30) frames of one recursive function in this file;
  *   chain       64 distinct functions over the executable and three shared
@@ -36,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "backstep.h"
@@ -90,7 +97,71 @@ __attribute__((noinline)) static int walk_llvm(void **pcs, int max)
 	return n;
 }
 
-enum { W_FP, W_BK, W_GLIBC, W_NONGNU, W_LLVM, NWALKERS };
+/* The full-register walks (bkcursor, unwstep): per frame the PC and every
+ * callee-saved register, rbx, rbp, r12-r15, and rsp — DWARF numbers, which
+ * are also nongnu libunwind's x86-64 numbers (UNW_X86_64_RBX 3, RBP 6, RSP
+ * 7, R12..R15 12..15, RIP 16 = UNW_REG_IP: libunwind-x86_64.h of 1.6.2).
+ * The registers' values go to reg_sink. Both start a frame too deep, in
+ * the walker's own function (at the return from bk_cursor_init_local, from
+ * unw_getcontext), and step over it without reading it, so their first PC
+ * is the return address into bench_walk like every other walker's. */
+static const int full_regs[] = {3, 6, 12, 13, 14, 15, 7};
+enum { NFULL_REGS = sizeof full_regs / sizeof full_regs[0] };
+static volatile uint64_t reg_sink;
+
+__attribute__((noinline)) static int walk_bkcursor(void **pcs, int max)
+{
+	struct bk_cursor c;
+	if (bk_cursor_init_local(&c, bk_space_local()) != 0 || bk_cursor_step(&c) != 1)
+		return 0;
+	uint64_t acc = 0;
+	int n = 0;
+	while (n < max) {
+		uint64_t pc = bk_cursor_pc(&c), v;
+		for (int k = 0; k < NFULL_REGS; k++)
+			if (bk_cursor_reg(&c, (unsigned)full_regs[k], &v) == 1)
+				acc ^= v;
+		pcs[n++] = (void *)(uintptr_t)pc;
+		if (bk_cursor_step(&c) != 1)
+			break;
+	}
+	reg_sink = acc;
+	return n;
+}
+
+/* nongnu libunwind's local API without its header (libunwind-dev), as in
+ * tests/localdiff/unw_rs_cache.c: on x86-64 unw_context_t is ucontext_t,
+ * unw_cursor_t 127 words; unw_getcontext is _Ux86_64_getcontext, the local
+ * unw_init_local, unw_step, unw_get_reg are _ULx86_64_*. */
+static int (*unw8_getcontext)(ucontext_t *);
+static int (*unw8_init_local)(void *, ucontext_t *);
+static int (*unw8_step)(void *);
+static int (*unw8_get_reg)(void *, int, uint64_t *);
+
+__attribute__((noinline)) static int walk_unwstep(void **pcs, int max)
+{
+	ucontext_t ctx;
+	_Alignas(16) uint64_t cursor[127];
+	unw8_getcontext(&ctx);
+	if (unw8_init_local(cursor, &ctx) != 0 || unw8_step(cursor) <= 0)
+		return 0;
+	uint64_t acc = 0;
+	int n = 0;
+	while (n < max) {
+		uint64_t ip = 0, v;
+		unw8_get_reg(cursor, 16 /* UNW_REG_IP */, &ip);
+		for (int k = 0; k < NFULL_REGS; k++)
+			if (unw8_get_reg(cursor, full_regs[k], &v) == 0)
+				acc ^= v;
+		pcs[n++] = (void *)(uintptr_t)ip;
+		if (unw8_step(cursor) <= 0)
+			break;
+	}
+	reg_sink = acc;
+	return n;
+}
+
+enum { W_FP, W_BK, W_GLIBC, W_NONGNU, W_LLVM, W_BKCURSOR, W_UNWSTEP, NWALKERS };
 
 static struct walker {
 	const char *id, *name;
@@ -102,15 +173,23 @@ static struct walker {
 	[W_GLIBC] = {"glibc", "glibc backtrace (libgcc)", backtrace, 1},
 	[W_NONGNU] = {"nongnu", "nongnu libunwind", NULL, 0}, /* unw_backtrace, once loaded */
 	[W_LLVM] = {"llvm", "LLVM libunwind unw_step", walk_llvm, 0},
+	[W_BKCURSOR] = {"bkcursor", "bk_cursor loop, all regs", walk_bkcursor, 1},
+	[W_UNWSTEP] = {"unwstep", "nongnu unw_step, all regs", walk_unwstep, 0},
 };
 
 static void load_nongnu(void)
 {
 	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-	if (h)
+	if (h) {
 		nongnu_backtrace = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+		*(void **)&unw8_getcontext = dlsym(h, "_Ux86_64_getcontext");
+		*(void **)&unw8_init_local = dlsym(h, "_ULx86_64_init_local");
+		*(void **)&unw8_step = dlsym(h, "_ULx86_64_step");
+		*(void **)&unw8_get_reg = dlsym(h, "_ULx86_64_get_reg");
+	}
 	walkers[W_NONGNU].fn = nongnu_backtrace;
 	walkers[W_NONGNU].available = nongnu_backtrace != NULL;
+	walkers[W_UNWSTEP].available = unw8_getcontext && unw8_init_local && unw8_step && unw8_get_reg;
 }
 
 static void load_llvm(void)
@@ -280,7 +359,7 @@ static void usage(void)
 			"                       [--variant fp|nofp] [--walkers W,W..] [--rounds N]\n"
 			"                       [--iterations N] [--batch-ms MS] [--cold W] [--tsv]\n"
 			"                       [--pcs]\n"
-			"walkers: fp bk glibc nongnu llvm\n");
+			"walkers: fp bk glibc nongnu llvm bkcursor unwstep\n");
 	exit(2);
 }
 
@@ -301,7 +380,9 @@ int main(int argc, char **argv)
 	int rounds = 7, tsv = 0, print_pcs = 0, cold = -1, variant = -1; /* variant: -1 both, 1 fp, 0 nofp */
 	long iterations = 0;
 	double batch_ms = 10;
-	int want[NWALKERS] = {1, 1, 1, 1, 1};
+	int want[NWALKERS];
+	for (int w = 0; w < NWALKERS; w++)
+		want[w] = 1;
 	int positional = 0, shape_given = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -352,7 +433,7 @@ int main(int argc, char **argv)
 
 	if (cold >= 0) {
 		/* Only this walker's library is loaded; nothing has walked yet. */
-		if (cold == W_NONGNU)
+		if (cold == W_NONGNU || cold == W_UNWSTEP)
 			load_nongnu();
 		if (cold == W_LLVM)
 			load_llvm();

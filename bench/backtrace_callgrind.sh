@@ -3,18 +3,23 @@
 # bench/backtrace.c), counted by valgrind --tool=callgrind: the inclusive
 # cost of the walker's function (walk_fp, bk_backtrace, glibc's backtrace,
 # nongnu libunwind's unw_backtrace, walk_llvm around LLVM libunwind's
-# unw_step loop) over warm walks, divided by walks x frames. Each shape and
-# code variant is run twice, with WALKS and 2 x WALKS walks per walker; the
+# unw_step loop, walk_bkcursor around the bk_cursor loop, walk_unwstep
+# around nongnu libunwind's unw_step loop) over warm walks, divided by
+# walks x frames. Each shape and code variant is run twice, with WALKS and
+# 2 x WALKS walks per walker; the
 # difference of the two counts is WALKS warm walks (the first walk, which
 # fills the caches, cancels out), and 2 x first run - second run is the first
 # walk's own count, also printed.
-#   bench/backtrace_callgrind.sh [BUILD_DIR] [WALKS]
-# BUILD_DIR (default build) is a backstep build directory; WALKS default 1000.
+#   bench/backtrace_callgrind.sh [BUILD_DIR] [WALKS] [WALKERS]
+# BUILD_DIR (default build) is a backstep build directory; WALKS default 1000;
+# WALKERS (default all) a comma-separated list for bench_backtrace --walkers,
+# e.g. bk,bkcursor,unwstep (the frame-pointer walk, the reference, always runs).
 # Needs valgrind (Debian: apt-get install valgrind).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 walks=${2:-1000}
+walkers=${3:-}
 bench=$build/bench/bench_backtrace
 if [ ! -x "$bench" ]; then
 	echo "backtrace_callgrind: $bench not found (meson setup $build && ninja -C $build)" >&2
@@ -25,18 +30,21 @@ for tool in valgrind callgrind_annotate; do
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-python3 - "$bench" "$walks" "$tmp" <<'PY'
+python3 - "$bench" "$walks" "$tmp" "$walkers" <<'PY'
 import re, subprocess, sys, time
 
-bench, walks, tmp = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+bench, walks, tmp, walkers = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 names = {"fp": "frame pointers", "bk": "bk_backtrace", "glibc": "glibc backtrace (libgcc)",
-         "nongnu": "nongnu libunwind", "llvm": "LLVM libunwind unw_step"}
+         "nongnu": "nongnu libunwind", "llvm": "LLVM libunwind unw_step",
+         "bkcursor": "bk_cursor loop, all regs", "unwstep": "nongnu unw_step, all regs"}
 # walker -> (function names, object file substring)
 functions = {"fp": ({"walk_fp"}, "bench_backtrace"),
              "bk": ({"bk_backtrace"}, ""),
              "glibc": ({"backtrace", "__backtrace"}, "libc.so"),
              "nongnu": ({"unw_backtrace", "backtrace", "_ULx86_64_backtrace"}, "libunwind.so.8"),
-             "llvm": ({"walk_llvm"}, "bench_backtrace")}
+             "llvm": ({"walk_llvm"}, "bench_backtrace"),
+             "bkcursor": ({"walk_bkcursor"}, "bench_backtrace"),
+             "unwstep": ({"walk_unwstep"}, "bench_backtrace")}
 line_re = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(?!=>)(\S*):(\S+) \[([^\]]+)\]\s*$")
 
 def profile(shape, variant, n, tag):
@@ -44,6 +52,8 @@ def profile(shape, variant, n, tag):
     args = [bench, "--shape", shape, "--iterations", str(n), "--rounds", "1", "--tsv"]
     if variant:
         args[3:3] = ["--variant", variant]
+    if walkers:
+        args[3:3] = ["--walkers", walkers]
     p = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] + args,
                        capture_output=True, text=True)
     if p.returncode != 0:
@@ -67,7 +77,8 @@ def profile(shape, variant, n, tag):
                 cost[w] = ir
     return rows, cost
 
-print(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}; {bench}; {walks} and {2 * walks} walks per walker")
+print(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}; {bench}; {walks} and {2 * walks} walks per walker"
+      + (f"; walkers {walkers}" if walkers else ""))
 print(f"{'shape':11} {'code':5} {'walker':26} {'frames':>6} {'instr/frame':>12} {'ratio':>7} "
       f"{'first walk instr':>17}")
 configs = [("recursive", None), ("chain", "fp"), ("chain", "nofp"),

@@ -28,9 +28,10 @@ import os, statistics, subprocess, sys, time
 
 bench, nproc, extra = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 shapes = ["recursive", "chain", "chain-drap"]
-walkers = ["fp", "bk", "glibc", "nongnu", "llvm"]
+walkers = ["fp", "bk", "glibc", "nongnu", "llvm", "bkcursor", "unwstep"]
 names = {"fp": "frame pointers", "bk": "bk_backtrace", "glibc": "glibc backtrace (libgcc)",
-         "nongnu": "nongnu libunwind", "llvm": "LLVM libunwind unw_step"}
+         "nongnu": "nongnu libunwind", "llvm": "LLVM libunwind unw_step",
+         "bkcursor": "bk_cursor loop, all regs", "unwstep": "nongnu unw_step, all regs"}
 
 def run(args):
     p = subprocess.run([bench] + args, capture_output=True, text=True)
