@@ -331,7 +331,10 @@ BK_API const char *bk_target_problem(const struct bk_target *t, size_t i); /* NU
  * return address into the caller of bk_backtrace; returns how many were
  * stored (at most MAX). Uses a process-wide space in static storage.
  * AS-safe: callable from a signal handler, even the first time; no malloc,
- * locks, stdio or errno changes. */
+ * locks, stdio or errno changes. Stack: about 4 KiB when the PCs were seen
+ * before, about 10 KiB when it must decode new ones (tests/unit/
+ * test_altstack.c prints both); with the kernel's signal frame (4 KiB and
+ * more with AVX-512 state) a handler's alternate stack wants 24 KiB. */
 BK_API int bk_backtrace(void **pcs, int max);
 /* The process-wide space bk_backtrace uses (never destroy it). AS-safe. */
 BK_API struct bk_space *bk_space_local(void);

@@ -433,22 +433,31 @@ struct walk_regs {
 	uint64_t pc, sp, fp;
 };
 
-/* Step over the signal frame at R->sp: every saved register must be
- * readable, as for the cursor; they are kept in *FULL (the interrupted
- * frame's registers, all known), the PC, SP and FP in R. */
-static bool step_signal(const struct walk_mem *mem, const struct arch_info *a,
-			struct walk_regs *r, struct bk_regs *full)
+/* The registers the signal frame at SIG_SP saved (all readable: the
+ * signal step checked), into *FULL. */
+static bool sigframe_regs(const struct walk_mem *mem, const struct arch_info *a, uint64_t sig_sp,
+			  struct bk_regs *full)
 {
 	const struct arch_sigframe *sf = &a->sigframe;
-	uint64_t base = r->sp + sf->ucontext_off + sf->gregs_off, v;
+	uint64_t base = sig_sp + sf->ucontext_off + sf->gregs_off, v;
 	memset(full->valid, 0, sizeof(full->valid));
 	for (unsigned i = 0; i < sf->nregs; i++) {
 		if (!rd(mem, base + sf->reg[i].off, &v))
 			return false;
 		bk_regs_set(full, sf->reg[i].regno, v);
 	}
-	return bk_regs_get(full, a->pc_reg, &r->pc) && bk_regs_get(full, a->sp_reg, &r->sp) &&
-	       bk_regs_get(full, a->fp_reg, &r->fp);
+	return true;
+}
+
+/* Step over the signal frame at R->sp: every saved register must be
+ * readable, as for the cursor; the PC, SP and FP go to R. Out of line: its
+ * register set is on the stack only for a signal frame. */
+__attribute__((noinline)) static bool step_signal(const struct walk_mem *mem, const struct arch_info *a,
+			struct walk_regs *r)
+{
+	struct bk_regs full;
+	return sigframe_regs(mem, a, r->sp, &full) && bk_regs_get(&full, a->pc_reg, &r->pc) &&
+	       bk_regs_get(&full, a->sp_reg, &r->sp) && bk_regs_get(&full, a->fp_reg, &r->fp);
 }
 
 /* One cursor step from a frame whose registers are all known (FULL),
@@ -462,6 +471,7 @@ static int step_cursor(struct bk_space *s, const struct bk_regs *full, uint64_t 
 	struct bk_cursor bc;
 	if (bk_cursor_init(&bc, s, full) != 0)
 		return -1;
+
 	struct uw_cursor *c = (struct uw_cursor *)(void *)&bc;
 	c->at_pc = back == 0;
 	int k = bk_cursor_step(&bc);
@@ -554,12 +564,23 @@ struct walk_ctx {
 	struct walk_mods mods;
 };
 
+/* step_cursor from the registers the signal frame at SIG_SP saved; out of
+ * line, so that its register set is on the stack only when used. */
+__attribute__((noinline)) static int step_cursor_sig(struct walk_ctx *w, uint64_t sig_sp,
+						     uint64_t back, struct walk_regs *r)
+{
+	struct bk_regs sig;
+	if (!sigframe_regs(&w->mem, w->s->arch, sig_sp, &sig))
+		return -1;
+	return step_cursor(w->s, &sig, back, r);
+}
+
 /* The general step: the rule for the frame at R->pc (looked up at PC -
  * BACK), applied whatever its kind, the caller's CFA above CFA_PREV.
  * Returns 1 stepped (*SIGNAL: over a signal frame), 0 outermost, -1 hand
  * over. */
 static int step_any(struct walk_ctx *w, struct walk_regs *r, uint64_t back, uint64_t cfa_prev,
-		    const struct bk_regs *full, struct bk_regs *sig, bool *signal)
+		    const struct bk_regs *full, uint64_t sig_sp, bool *signal)
 {
 	*signal = false;
 	uint64_t lookup = r->pc - back;
@@ -571,7 +592,7 @@ static int step_any(struct walk_ctx *w, struct walk_regs *r, uint64_t back, uint
 		return 0;
 	case R_SIGNAL:
 		*signal = true;
-		return step_signal(&w->mem, w->s->arch, r, sig) ? 1 : -1;
+		return step_signal(&w->mem, w->s->arch, r) ? 1 : -1;
 	case R_CFA:
 		inline_rule(rule, &x);
 		break;
@@ -585,8 +606,11 @@ static int step_any(struct walk_ctx *w, struct walk_regs *r, uint64_t back, uint
 		/* No fast form, or no CFI in an interrupted frame: the cursor's
 		 * step, if this frame's registers are all known; else the
 		 * whole walk goes to the cursor. */
-		if (i == 0 || (x.cfa == UW_X_CFA_CHAIN && !back))
-			return full ? step_cursor(w->s, full, back, r) : -1;
+		if (i == 0 || (x.cfa == UW_X_CFA_CHAIN && !back)) {
+			if (full)
+				return step_cursor(w->s, full, back, r);
+			return sig_sp ? step_cursor_sig(w, sig_sp, back, r) : -1;
+		}
 	}
 	}
 	return step_pool(&w->mem, &x, r, back, cfa_prev);
@@ -595,7 +619,8 @@ static int step_any(struct walk_ctx *w, struct walk_regs *r, uint64_t back, uint
 /* Slow steps from R until the next frame is an ordinary one (a return
  * address whose SP is the CFA just computed), storing PCs from OUT (below
  * END). The first frame is looked up at PC - BACK, its caller's CFA above
- * CFA_PREV; FULL: all its registers, if known. Returns where the next PC
+ * CFA_PREV; FULL: all its registers, if known (after a signal frame they
+ * are read again from it when needed). Returns where the next PC
  * goes; *STATUS is 1 to go on, 0 at the end of the stack, -1 to hand
  * over. */
 __attribute__((noinline)) static void **walk_slow(struct walk_ctx *w, struct walk_regs *r,
@@ -603,10 +628,11 @@ __attribute__((noinline)) static void **walk_slow(struct walk_ctx *w, struct wal
 						  const struct bk_regs *full, void **out,
 						  void **end, int *status)
 {
-	struct bk_regs sig;
+	uint64_t sig_sp = 0; /* after a signal frame: where it is */
 	for (;;) {
 		bool signal;
-		int k = step_any(w, r, back, cfa_prev, full, &sig, &signal);
+		uint64_t sp = r->sp;
+		int k = step_any(w, r, back, cfa_prev, full, sig_sp, &signal);
 		if (k <= 0) {
 			*status = k;
 			return out;
@@ -623,7 +649,8 @@ __attribute__((noinline)) static void **walk_slow(struct walk_ctx *w, struct wal
 		}
 		back = 0;
 		cfa_prev = 0;
-		full = &sig;
+		full = NULL;
+		sig_sp = sp;
 	}
 }
 
