@@ -1,10 +1,7 @@
-/* Printing stacks: shared by `backstep pid`, `core` and `run`. Every thread
- * is walked first (frames kept), the target released, then symbols looked
- * up and the stacks printed. One line per source-level frame, gdb-like:
- *   #N  0xPC in FUNCTION+0xOFF (MODULE) at FILE:LINE [how]
- * with -r the recovered registers under each frame, with --json one object
- * per thread: {"tid", "name", "frames": [...]} and "error" when the
- * registers were unknown or the walk ended on an error. */
+/* Stacks of a stopped target: shared by `backstep pid`, `core` and `run`.
+ * Every thread is walked first (frames kept), the target released, then
+ * symbols looked up and the stacks handed to a printer of the output
+ * module (frames.h: text, gdb-like, or --json). */
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -16,37 +13,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "frames.h"
 #include "out.h"
 
 volatile sig_atomic_t cli_interrupted;
-
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-	return s ? s + 1 : path;
-}
-
-static void print_regs(struct bk_space *space, const struct bk_regs *regs)
-{
-	enum bk_arch arch = bk_space_arch(space);
-	int col = 0;
-	for (unsigned r = 0; r < BK_MAX_REGS; r++) {
-		uint64_t v;
-		if (!bk_regs_get(regs, r, &v))
-			continue;
-		const char *name = bk_reg_name(arch, r);
-		out_s(col == 0 ? "      " : "  ");
-		out_pad(name ? name : "?", 7);
-		out_s("0x");
-		out_x64(v, 16);
-		if (++col == 4) {
-			out_c('\n');
-			col = 0;
-		}
-	}
-	if (col)
-		out_c('\n');
-}
 
 /* ---- Walking -------------------------------------------------------------- */
 
@@ -121,150 +91,43 @@ static void walk_stack(struct bk_space *space, const struct bk_regs *regs, bool 
 
 #define MAX_INLINE 16
 
-static void print_location(const struct bk_symbol *sym)
+/* W as the output module's stack: its frames symbolized (names and lines
+ * looked up now, after the walk: the process may be running again) into
+ * F and SYMS (W->n each, MAX_INLINE symbols per frame). */
+static void as_stack(struct bk_space *space, const struct walk *w, const struct cli_stack_opts *o,
+		     struct fr_frame *f, struct bk_symbol *syms, struct fr_stack *s)
 {
-	if (!sym->file)
-		return;
-	out_s(" at ");
-	out_s(sym->file);
-	if (sym->line) {
-		out_c(':');
-		out_u64(sym->line);
-	}
-}
-
-static void json_symbol_fields(const struct bk_symbol *sym, bool with_offset)
-{
-	if (sym->function) {
-		out_s(", \"function\": ");
-		cli_json_str(sym->function);
-		if (with_offset) {
-			out_s(", \"offset\": \"");
-			out_addr(sym->offset);
-			out_c('"');
-		}
-	}
-	if (sym->file) {
-		out_s(", \"file\": ");
-		cli_json_str(sym->file);
-		out_s(", \"line\": ");
-		out_u64(sym->line);
-	}
-}
-
-/* Print W's frames: one line per source-level frame,
- *   #N  0xPC in FUNCTION+0xOFF (MODULE) at FILE:LINE [how]
- * where calls inlined at the PC come first as frames of their own, tagged
- * [inlined] (as gdb numbers them). Symbols are looked up here, after the
- * walk: the process may be running again. */
-static void print_walk(struct bk_space *space, const struct walk *w, const struct cli_stack_opts *o)
-{
-	if (!w->began) {
-		if (!o->json) {
-			out_s("    (no registers: ");
-			out_s(bk_strerror(w->rc));
-			out_s(")\n");
-		}
-		return;
-	}
-	unsigned number = 0;
-	for (size_t k = 0; k < w->n; k++) {
-		uint64_t pc = w->f[k].pc, lookup = w->f[k].lookup;
+	memset(s, 0, sizeof(*s));
+	s->tid = w->info.tid;
+	s->name = w->info.name;
+	s->no_regs = w->terr;
+	s->began = w->began;
+	s->error = w->rc < 0 && !w->terr ? w->rc : 0;
+	s->f = f;
+	for (size_t k = 0; !w->terr && w->began && k < w->n; k++) {
+		uint64_t lookup = w->f[k].lookup;
 		struct bk_module_info mi;
-		bool have_mod = bk_space_module_at(space, lookup, &mi) == 0;
-		struct bk_symbol syms[MAX_INLINE];
-		int nsym = o->no_symbols ? 0 : bk_space_symbolize(space, lookup, syms, MAX_INLINE);
-		if (nsym < 0)
-			nsym = 0;
-		const char *how = bk_how_name(w->f[k].how);
-		if (o->json) {
-			out_s(k == 0 ? "{" : ", {");
-			out_s("\"pc\": \"");
-			out_addr(pc);
-			out_s("\", \"how\": \"");
-			out_s(how);
-			out_s("\"");
-			if (have_mod) {
-				out_s(", \"module\": ");
-				cli_json_str(mi.path);
-				out_s(", \"module_offset\": \"");
-				out_addr(pc - mi.start);
-				out_s("\"");
-			}
-			if (nsym > 0) {
-				json_symbol_fields(&syms[nsym - 1], true);
-				if (nsym > 1) {
-					out_s(", \"inlined\": [");
-					for (int i = 0; i < nsym - 1; i++) {
-						out_s(i ? ", {\"inlined\": true" : "{\"inlined\": true");
-						json_symbol_fields(&syms[i], false);
-						out_c('}');
-					}
-					out_c(']');
-				}
-			}
-			out_c('}');
-		} else {
-			for (int i = 0; i < (nsym > 0 ? nsym : 1); i++) {
-				const struct bk_symbol *sym = nsym > 0 ? &syms[i] : NULL;
-				bool outer = i == nsym - 1 || nsym == 0;
-				out_c('#');
-				out_u64(number);
-				out_s(number < 10 ? "  0x" : " 0x");
-				out_x64(pc, 16);
-				out_s(" in ");
-				if (sym && sym->function) {
-					out_s(sym->function);
-					if (outer && sym->offset) {
-						out_s("+0x");
-						out_x64(sym->offset, 0);
-					}
-					if (have_mod) {
-						out_s(" (");
-						out_s(base_name(mi.path));
-						out_c(')');
-					}
-				} else if (have_mod) {
-					out_s(base_name(mi.path));
-					out_s("+0x");
-					out_x64(pc - mi.start, 0);
-				} else {
-					out_s("??");
-				}
-				if (sym)
-					print_location(sym);
-				out_s(" [");
-				out_s(outer ? how : "inlined");
-				out_s("]\n");
-				number++;
-			}
-			if (o->regs)
-				print_regs(space, &w->regs[k]);
+		struct fr_frame *fk = &f[s->n++];
+		fk->pc = w->f[k].pc;
+		fk->how = w->f[k].how;
+		fk->module = NULL;
+		if (bk_space_module_at(space, lookup, &mi) == 0) {
+			fk->module = mi.path;
+			fk->module_off = fk->pc - mi.start;
 		}
-	}
-	if (w->rc < 0 && !o->json) {
-		out_s("    (walk ended: ");
-		out_s(bk_strerror(w->rc));
-		out_s(")\n");
+		fk->syms = &syms[k * MAX_INLINE];
+		fk->nsym = o->no_symbols ? 0
+					 : bk_space_symbolize(space, lookup, &syms[k * MAX_INLINE],
+							      MAX_INLINE);
+		if (fk->nsym < 0)
+			fk->nsym = 0;
+		fk->regs = o->regs ? &w->regs[k] : NULL;
 	}
 }
 
 void cli_json_str(const char *s)
 {
-	out_c('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\') {
-			out_c('\\');
-			out_c((char)ch);
-		} else if (ch < 0x20) {
-			out_s("\\u00");
-			out_x64(ch, 2);
-		} else {
-			out_c((char)ch);
-		}
-	}
-	out_c('"');
+	fr_json_str(s);
 }
 
 /* Whether process PID is dead (gone, or a zombie: killed while stopped). */
@@ -357,43 +220,30 @@ int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
 	if (!o->no_symbols && !o->no_cache)
 		use_symbol_cache(space);
 
-	if (o->json)
-		out_s("[");
+	const struct fr_printer *pr = o->json ? &fr_json : &fr_text;
+	fr_set_arch(bk_space_arch(space));
+	pr->begin();
 	for (size_t i = 0; i < walked; i++) {
 		const struct walk *w = &ws[i];
-		if (o->json) {
-			out_s(i ? ",\n{\"tid\": " : "{\"tid\": ");
-			out_u64((uint64_t)w->info.tid);
-			out_s(", \"name\": ");
-			cli_json_str(w->info.name);
-			out_s(", \"frames\": [");
-		} else {
-			out_s(i ? "\nThread " : "Thread ");
-			out_u64((uint64_t)w->info.tid);
-			out_s(" (");
-			out_s(w->info.name);
-			out_s("):\n");
+		struct fr_frame *f = calloc(w->n ? w->n : 1, sizeof(*f));
+		struct bk_symbol *syms = calloc((w->n ? w->n : 1) * MAX_INLINE, sizeof(*syms));
+		if (!f || !syms) {
+			free(f);
+			free(syms);
+			out_flush();
+			fprintf(stderr, "backstep: out of memory\n");
+			status = 1;
+			break;
 		}
-		if (w->terr && !o->json) {
-			out_s("    (registers unavailable: ");
-			out_s(bk_strerror(w->terr));
-			out_s(")\n");
-		} else if (!w->terr) {
-			print_walk(space, w, o);
-		}
+		struct fr_stack st;
+		as_stack(space, w, o, f, syms, &st);
+		pr->stack(&st, i);
 		if (w->rc < 0)
 			status = 1;
-		if (o->json) {
-			out_s("]");
-			if (w->rc < 0) {
-				out_s(", \"error\": ");
-				cli_json_str(bk_strerror(w->rc));
-			}
-			out_s("}");
-		}
+		free(f);
+		free(syms);
 	}
-	if (o->json)
-		out_s("]\n");
+	pr->end();
 	out_flush();
 	for (size_t i = 0; i < n; i++) {
 		free(ws[i].f);

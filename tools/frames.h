@@ -1,0 +1,54 @@
+/* One output module for every command that prints stacks (pid, core, run;
+ * report and record to come): a stack is a list of machine frames, each
+ * with the source-level frames at its PC (inlined calls first, then the
+ * function that contains them); a printer per format turns stacks into
+ * text. Printers write through out.h. */
+#ifndef BK_FRAMES_H
+#define BK_FRAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backstep.h"
+
+/* One machine frame, symbolized. */
+struct fr_frame {
+	uint64_t pc;
+	enum bk_frame_how how;
+	const char *module;           /* path, or NULL when no module holds the PC */
+	uint64_t module_off;          /* pc - the module's start */
+	const struct bk_symbol *syms; /* innermost first: inlined calls, then the function */
+	int nsym;                     /* 0: nothing known */
+	const struct bk_regs *regs;   /* the recovered registers (-r), or NULL */
+};
+
+/* One stack: a thread of a stopped process or core, or a sample. */
+struct fr_stack {
+	int tid;
+	const char *name;             /* the thread's name (comm) */
+	const struct fr_frame *f;     /* innermost first */
+	size_t n;
+	int no_regs;                  /* BK_E_*: the thread's registers were unknown, else 0 */
+	bool began;                   /* the walk began (else ERROR says why not) */
+	int error;                    /* BK_E_*: the walk ended on this error, else 0 */
+};
+
+/* A format: called as begin, stack for each stack, end. */
+struct fr_printer {
+	const char *name;
+	void (*begin)(void);
+	void (*stack)(const struct fr_stack *s, size_t index);
+	void (*end)(void);
+};
+
+/* "text" (gdb-like, a header per thread) and "json" (an array of thread
+ * objects), as `backstep pid` prints them. */
+extern const struct fr_printer fr_text, fr_json;
+/* Architecture of the registers printed under frames by fr_text. */
+void fr_set_arch(enum bk_arch arch);
+
+/* A JSON string literal of S (quotes, escapes). */
+void fr_json_str(const char *s);
+
+#endif
