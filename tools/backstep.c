@@ -63,6 +63,7 @@ void cli_file_error(const char *path, int err)
 }
 
 int cmd_check(int argc, char **argv); /* check.c */
+int cmd_report(int argc, char **argv); /* report.c */
 
 static void usage(FILE *f)
 {
@@ -81,7 +82,11 @@ static void usage(FILE *f)
 	      "  run [-r] [-n] [--no-cache] [--json] -- CMD [ARGS...]\n"
 	      "        run CMD; if a signal is about to kill it, print every thread's\n"
 	      "        stack first\n"
-	      "  validate [--only MODULE|FUNCTION] [--from FUNCTION] [--method cfi|fp]\n"
+	      "  report [--format perf-script|folded|json] [-o FILE] [--pid PID] [--tid TID]\n"
+	      "         [--comm NAME] [--no-inline] [-n] [--kernel|--no-kernel] FILE|-\n"
+	      "        the samples of a perf.data file (perf record --call-graph dwarf)\n"
+	      "        as named stacks: perf script's text, folded stacks or JSON Lines\n"
+	      "  validate [--only MODULE|FUNCTION] [--from FUNCTION] [--method cfi|fp|fast]\n"
 	      "           [--max-frames N] [--json] [-q] -- PROGRAM [ARGS...]\n"
 	      "        run PROGRAM single-stepped and check the unwind at every\n"
 	      "        instruction of its code against a shadow stack\n"
@@ -112,6 +117,8 @@ int main(int argc, char **argv)
 		return cmd_validate(argc - 1, argv + 1);
 	if (!strcmp(cmd, "check"))
 		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(cmd, "report"))
+		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		usage(stdout);
 		return 0;

@@ -1,6 +1,8 @@
 /* The output module: every format of a stack is a printer here (frames.h).
  * Callers walk and symbolize; printers only format, so the same stack
  * prints the same way whichever command made it. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "frames.h"
@@ -246,3 +248,262 @@ static void json_end(void)
 }
 
 const struct fr_printer fr_json = { "json", json_begin, json_stack, json_end };
+
+/* ---- Samples ------------------------------------------------------------ */
+
+static bool with_inline = true;
+
+void fr_set_inline(bool on)
+{
+	with_inline = on;
+}
+
+/* The symbols of F printed as frames: all of them, or the function only. */
+static int first_sym(const struct fr_frame *f)
+{
+	return with_inline || f->nsym == 0 ? 0 : f->nsym - 1;
+}
+
+/* ---- perf-script: what `perf script` prints ------------------------------
+ *
+ *   COMM PID/TID SECONDS.MICROS: PERIOD EVENT:
+ *   \t        ADDR FUNCTION+0xOFF (MODULE)
+ *   ...
+ *   (an empty line)
+ * inlined calls as lines of their own, module "(inlined)"; an unknown
+ * function is [unknown], an unknown module [unknown]. */
+
+static void ps_begin(void)
+{
+}
+
+static void ps_stack(const struct fr_stack *s, size_t index)
+{
+	(void)index;
+	out_s(s->name && s->name[0] ? s->name : ":-1");
+	out_c(' ');
+	char num[128];
+	snprintf(num, sizeof(num), "%5d/%-5d %5llu.%06llu: %10llu ", s->pid, s->tid,
+		 (unsigned long long)(s->time / 1000000000u),
+		 (unsigned long long)(s->time % 1000000000u / 1000u),
+		 (unsigned long long)s->period);
+	out_s(num);
+	out_s(s->event ? s->event : "event");
+	out_s(": \n");
+	for (size_t k = 0; k < s->n; k++) {
+		const struct fr_frame *f = &s->f[k];
+		for (int i = first_sym(f); i < (f->nsym > 0 ? f->nsym : 1); i++) {
+			const struct bk_symbol *sym = f->nsym > 0 ? &f->syms[i] : NULL;
+			bool outer = f->nsym == 0 || i == f->nsym - 1;
+			snprintf(num, sizeof(num), "\t%16llx ", (unsigned long long)f->pc);
+			out_s(num);
+			if (sym && sym->function) {
+				out_s(sym->function);
+				if (outer) {
+					out_s("+0x");
+					out_x64(sym->offset, 0);
+				}
+			} else {
+				out_s("[unknown]");
+			}
+			out_s(" (");
+			out_s(!outer ? "inlined" : f->module ? f->module : "[unknown]");
+			out_s(")\n");
+		}
+	}
+	out_c('\n');
+}
+
+static void ps_end(void)
+{
+}
+
+const struct fr_printer fr_perf_script = { "perf-script", ps_begin, ps_stack, ps_end };
+
+/* ---- folded: flamegraph.pl's input ---------------------------------------
+ *
+ *   COMM;ROOT;...;LEAF COUNT
+ * one line per distinct stack, sorted; a function without a name is the
+ * module's name in brackets ([libc.so.6]) or [unknown]. Stacks are kept in
+ * a hash table: memory grows with distinct stacks, not with samples. */
+
+struct folded_entry {
+	char *key;
+	uint64_t count;
+	uint64_t hash;
+};
+static struct folded_entry *folded;
+static size_t folded_n, folded_cap;
+static char *fold_buf;
+static size_t fold_len, fold_cap;
+
+static void fold_add(const char *s, size_t n)
+{
+	if (fold_len + n + 1 > fold_cap) {
+		size_t cap = fold_cap ? fold_cap * 2 : 4096;
+		while (cap < fold_len + n + 1)
+			cap *= 2;
+		char *b = realloc(fold_buf, cap);
+		if (!b)
+			return;
+		fold_buf = b;
+		fold_cap = cap;
+	}
+	memcpy(fold_buf + fold_len, s, n);
+	fold_len += n;
+	fold_buf[fold_len] = 0;
+}
+
+static void fold_name(const struct fr_frame *f, int i)
+{
+	const struct bk_symbol *sym = f->nsym > 0 ? &f->syms[i] : NULL;
+	if (fold_len)
+		fold_add(";", 1);
+	if (sym && sym->function) {
+		fold_add(sym->function, strlen(sym->function));
+	} else if (f->module) {
+		const char *b = base_name(f->module);
+		fold_add("[", 1);
+		fold_add(b, strlen(b));
+		fold_add("]", 1);
+	} else {
+		fold_add("[unknown]", 9);
+	}
+}
+
+static uint64_t fold_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static bool folded_grow(void)
+{
+	size_t cap = folded_cap ? folded_cap * 2 : 1024;
+	struct folded_entry *n = calloc(cap, sizeof(*n));
+	if (!n)
+		return false;
+	for (size_t i = 0; i < folded_cap; i++) {
+		if (!folded[i].key)
+			continue;
+		size_t j = folded[i].hash & (cap - 1);
+		while (n[j].key)
+			j = (j + 1) & (cap - 1);
+		n[j] = folded[i];
+	}
+	free(folded);
+	folded = n;
+	folded_cap = cap;
+	return true;
+}
+
+static void folded_begin(void)
+{
+}
+
+static void folded_stack(const struct fr_stack *s, size_t index)
+{
+	(void)index;
+	fold_len = 0;
+	fold_add("", 0);
+	const char *comm = s->name && s->name[0] ? s->name : "[unknown]";
+	fold_add(comm, strlen(comm));
+	/* Root first: the outermost frame, and in a frame the function before
+	 * the calls inlined into it. */
+	for (size_t k = s->n; k-- > 0;) {
+		const struct fr_frame *f = &s->f[k];
+		int last = f->nsym > 0 ? f->nsym - 1 : 0;
+		for (int i = last; i >= first_sym(f); i--)
+			fold_name(f, i);
+	}
+	if (!fold_buf)
+		return;
+	if ((folded_n + 1) * 2 > folded_cap && !folded_grow())
+		return;
+	uint64_t h = fold_hash(fold_buf);
+	size_t j = h & (folded_cap - 1);
+	while (folded[j].key && (folded[j].hash != h || strcmp(folded[j].key, fold_buf)))
+		j = (j + 1) & (folded_cap - 1);
+	if (!folded[j].key) {
+		folded[j].key = strdup(fold_buf);
+		if (!folded[j].key)
+			return;
+		folded[j].hash = h;
+		folded_n++;
+	}
+	folded[j].count++;
+}
+
+static int folded_cmp(const void *a, const void *b)
+{
+	const struct folded_entry *x = a, *y = b;
+	return strcmp(x->key, y->key);
+}
+
+static void folded_end(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < folded_cap; i++)
+		if (folded[i].key)
+			folded[n++] = folded[i];
+	qsort(folded, n, sizeof(*folded), folded_cmp);
+	for (size_t i = 0; i < n; i++) {
+		out_s(folded[i].key);
+		out_c(' ');
+		out_u64(folded[i].count);
+		out_c('\n');
+		free(folded[i].key);
+	}
+	free(folded);
+	free(fold_buf);
+	folded = NULL;
+	fold_buf = NULL;
+	folded_n = folded_cap = fold_len = fold_cap = 0;
+}
+
+const struct fr_printer fr_folded = { "folded", folded_begin, folded_stack, folded_end };
+
+/* ---- jsonl: a sample per line --------------------------------------------
+ *
+ *   {"pid": N, "tid": N, "comm": "...", "time": NS, "cpu": N, "period": N,
+ *    "event": "...", "frames": [the frame objects of "json"]} */
+
+static void jsonl_begin(void)
+{
+}
+
+static void jsonl_stack(const struct fr_stack *s, size_t index)
+{
+	(void)index;
+	out_s("{\"pid\": ");
+	out_s64(s->pid);
+	out_s(", \"tid\": ");
+	out_s64(s->tid);
+	out_s(", \"comm\": ");
+	fr_json_str(s->name ? s->name : "");
+	out_s(", \"time\": ");
+	out_u64(s->time);
+	out_s(", \"cpu\": ");
+	out_u64(s->cpu);
+	out_s(", \"period\": ");
+	out_u64(s->period);
+	out_s(", \"event\": ");
+	fr_json_str(s->event ? s->event : "");
+	out_s(", \"frames\": [");
+	for (size_t k = 0; k < s->n; k++)
+		json_frame(&s->f[k], k == 0);
+	out_s("]");
+	if (s->error) {
+		out_s(", \"error\": ");
+		fr_json_str(bk_strerror(s->error));
+	}
+	out_s("}\n");
+}
+
+static void jsonl_end(void)
+{
+}
+
+const struct fr_printer fr_jsonl = { "jsonl", jsonl_begin, jsonl_stack, jsonl_end };

@@ -25,8 +25,13 @@ struct fr_frame {
 
 /* One stack: a thread of a stopped process or core, or a sample. */
 struct fr_stack {
-	int tid;
+	int pid, tid;
 	const char *name;             /* the thread's name (comm) */
+	/* A sample's (report, record): */
+	uint64_t time;                /* ns */
+	uint32_t cpu;
+	uint64_t period;
+	const char *event;
 	const struct fr_frame *f;     /* innermost first */
 	size_t n;
 	int no_regs;                  /* BK_E_*: the thread's registers were unknown, else 0 */
@@ -43,8 +48,13 @@ struct fr_printer {
 };
 
 /* "text" (gdb-like, a header per thread) and "json" (an array of thread
- * objects), as `backstep pid` prints them. */
-extern const struct fr_printer fr_text, fr_json;
+ * objects), as `backstep pid` prints them; for samples "perf-script" (the
+ * text `perf script` prints), "folded" (one line per distinct stack, root
+ * first, and its count: flamegraph.pl's input) and "jsonl" (one sample per
+ * line, the frame objects of "json"). */
+extern const struct fr_printer fr_text, fr_json, fr_perf_script, fr_folded, fr_jsonl;
+/* The sample printers' options: inlined calls as frames of their own. */
+void fr_set_inline(bool on);
 /* Architecture of the registers printed under frames by fr_text. */
 void fr_set_arch(enum bk_arch arch);
 

@@ -1,0 +1,305 @@
+/* From samples to stacks: the processes of a recording as address spaces,
+ * each sample's user stack walked in its process's space.
+ *
+ * A process is a space whose modules are the files its MMAP records named
+ * (added in record order, so a sample sees the map as it was then: perf
+ * writes records in time order within each round) and whose memory is the
+ * stack copy of the sample being walked (its window: the fast walk reads
+ * it with plain loads). The space lives as long as the process: its
+ * files, rule table, memo and symbols serve every sample of it. FORK gives
+ * the child the parent's modules; EXIT of the leader drops the process.
+ *
+ * A sample is walked by the PC-only walk from its user registers, at the
+ * interrupted PC; where it hands over, by the cursor, which also says why
+ * a walk stopped early (the stack copy ended: BK_E_MEMORY; no module or
+ * CFI: BK_E_NO_UNWIND; ...).
+ *
+ * Trusts its caller for: records in file order, from one reader.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "prof_stack.h"
+
+#include "../unwind/unwind.h"
+
+/* The sample being walked: its stack copy at its user SP. */
+struct sample_mem {
+	uint64_t addr, len;
+	const uint8_t *bytes;
+};
+
+static int sample_read(void *ctx, uint64_t addr, void *dst, size_t len)
+{
+	const struct sample_mem *m = ctx;
+	uint64_t off = addr - m->addr;
+	if (!m->bytes || off >= m->len || len > m->len - off)
+		return BK_E_MEMORY;
+	memcpy(dst, m->bytes + off, len);
+	return 0;
+}
+
+static bool sample_window(void *ctx, uint64_t addr, struct uw_window *out)
+{
+	const struct sample_mem *m = ctx;
+	if (!m->bytes || addr - m->addr >= m->len)
+		return false;
+	*out = (struct uw_window){ m->addr, m->len, m->bytes };
+	return true;
+}
+
+/* A module as an MMAP record gave it, kept to hand to a forked child. */
+struct pmod {
+	uint64_t start, end, base;
+	char *path;
+};
+
+struct proc {
+	int32_t pid;
+	char comm[32];
+	struct bk_space *space;
+	struct sample_mem mem;
+	struct pmod *mods;
+	size_t nmods, cap;
+};
+
+struct prof_stacks {
+	enum bk_arch arch;
+	struct proc **procs;   /* sorted by pid */
+	size_t nprocs, cap;
+	struct prof_stack_stats stats;
+};
+
+int prof_stacks_new(enum bk_arch arch, struct prof_stacks **out)
+{
+	struct prof_stacks *p = calloc(1, sizeof(*p));
+	if (!p)
+		return BK_E_NOMEM;
+	p->arch = arch;
+	*out = p;
+	return 0;
+}
+
+static void proc_free(struct proc *pr)
+{
+	if (!pr)
+		return;
+	bk_space_destroy(pr->space);
+	for (size_t i = 0; i < pr->nmods; i++)
+		free(pr->mods[i].path);
+	free(pr->mods);
+	free(pr);
+}
+
+void prof_stacks_free(struct prof_stacks *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nprocs; i++)
+		proc_free(p->procs[i]);
+	free(p->procs);
+	free(p);
+}
+
+const struct prof_stack_stats *prof_stacks_stats(const struct prof_stacks *p)
+{
+	return &p->stats;
+}
+
+static size_t proc_index(const struct prof_stacks *p, int32_t pid)
+{
+	size_t lo = 0, hi = p->nprocs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->procs[mid]->pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct proc *proc_find(const struct prof_stacks *p, int32_t pid)
+{
+	size_t i = proc_index(p, pid);
+	return i < p->nprocs && p->procs[i]->pid == pid ? p->procs[i] : NULL;
+}
+
+/* The process PID, made (empty) when new. */
+static struct proc *proc_get(struct prof_stacks *p, int32_t pid)
+{
+	struct proc *pr = proc_find(p, pid);
+	if (pr)
+		return pr;
+	if (p->nprocs == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 16;
+		struct proc **n = realloc(p->procs, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		p->procs = n;
+		p->cap = cap;
+	}
+	pr = calloc(1, sizeof(*pr));
+	if (!pr)
+		return NULL;
+	pr->pid = pid;
+	static const struct bk_target_ops ops = { sizeof(ops), sample_read };
+	if (bk_space_create(p->arch, &ops, &pr->mem, &pr->space) != 0) {
+		free(pr);
+		return NULL;
+	}
+	pr->space->window = sample_window;
+	size_t at = proc_index(p, pid);
+	memmove(&p->procs[at + 1], &p->procs[at], (p->nprocs - at) * sizeof(*p->procs));
+	p->procs[at] = pr;
+	p->nprocs++;
+	return pr;
+}
+
+static void proc_drop(struct prof_stacks *p, int32_t pid)
+{
+	size_t i = proc_index(p, pid);
+	if (i >= p->nprocs || p->procs[i]->pid != pid)
+		return;
+	proc_free(p->procs[i]);
+	memmove(&p->procs[i], &p->procs[i + 1], (p->nprocs - i - 1) * sizeof(*p->procs));
+	p->nprocs--;
+}
+
+static int proc_add_module(struct proc *pr, uint64_t start, uint64_t end, uint64_t base,
+			   const char *path)
+{
+	if (pr->nmods == pr->cap) {
+		size_t cap = pr->cap ? pr->cap * 2 : 16;
+		struct pmod *n = realloc(pr->mods, cap * sizeof(*n));
+		if (!n)
+			return BK_E_NOMEM;
+		pr->mods = n;
+		pr->cap = cap;
+	}
+	char *copy = strdup(path);
+	if (!copy)
+		return BK_E_NOMEM;
+	pr->mods[pr->nmods++] = (struct pmod){ start, end, base, copy };
+	struct bk_module_desc d = { sizeof(d), path, base, start, end };
+	return bk_space_add_module(pr->space, &d);
+}
+
+/* Mappings that are no file of code: perf names them in brackets or
+ * gives anonymous memory a path of its own. */
+static bool is_file(const char *name)
+{
+	return name[0] == '/' && strncmp(name, "/memfd:", 7) && strncmp(name, "//anon", 6) &&
+	       strncmp(name, "/dev/", 5);
+}
+
+int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
+{
+	struct proc *pr;
+	switch (rec->kind) {
+	case PROF_MMAP:
+		/* Executable mappings of files: their code has CFI. */
+		if ((rec->misc & PROF_MISC_MMAP_DATA) || !is_file(rec->mmap.filename) ||
+		    (rec->mmap.mmap2 && !(rec->mmap.prot & 4 /* PROT_EXEC */)))
+			return 0;
+		if (rec->pid < 0 || !(pr = proc_get(p, rec->pid)))
+			return rec->pid < 0 ? 0 : BK_E_NOMEM;
+		p->stats.modules++;
+		/* The image's lowest PT_LOAD is at file offset 0 in every layout
+		 * ld and lld make, so it is mapped PGOFF below this mapping. */
+		return proc_add_module(pr, rec->mmap.addr - rec->mmap.pgoff,
+				       rec->mmap.addr + rec->mmap.len,
+				       rec->mmap.addr - rec->mmap.pgoff, rec->mmap.filename);
+	case PROF_COMM:
+		if (rec->pid < 0 || !(pr = proc_get(p, rec->pid)))
+			return rec->pid < 0 ? 0 : BK_E_NOMEM;
+		if (rec->pid == rec->tid || !pr->comm[0]) {
+			strncpy(pr->comm, rec->comm.comm, sizeof(pr->comm) - 1);
+		}
+		return 0;
+	case PROF_FORK:
+		if (rec->task.pid == rec->task.ppid || proc_find(p, rec->task.pid))
+			return 0; /* a thread, or known already */
+		pr = proc_find(p, rec->task.ppid);
+		struct proc *child = proc_get(p, rec->task.pid);
+		if (!child)
+			return BK_E_NOMEM;
+		pr = proc_find(p, rec->task.ppid); /* proc_get may have moved it */
+		if (pr) {
+			memcpy(child->comm, pr->comm, sizeof(child->comm));
+			for (size_t i = 0; i < pr->nmods; i++) {
+				int err = proc_add_module(child, pr->mods[i].start, pr->mods[i].end,
+							  pr->mods[i].base, pr->mods[i].path);
+				if (err == BK_E_NOMEM)
+					return err;
+			}
+		}
+		return 0;
+	case PROF_EXIT:
+		if (rec->task.pid == rec->task.tid)
+			proc_drop(p, rec->task.pid);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int prof_stacks_walk(struct prof_stacks *p, const struct prof_record *rec, uint64_t *pcs,
+		     int max, struct prof_walk *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->comm = "";
+	if (rec->kind != PROF_SAMPLE || max <= 0)
+		return BK_E_INVAL;
+	p->stats.samples++;
+	struct proc *pr = rec->pid >= 0 ? proc_find(p, rec->pid) : NULL;
+	if (pr)
+		w->comm = pr->comm;
+	const struct prof_sample *s = &rec->sample;
+	const struct bk_regs *regs = s->regs_user.dwarf;
+	const struct arch_info *a = arch_get(p->arch);
+	uint64_t ip, sp;
+	if (!regs || s->regs_user.abi == PROF_REGS_ABI_NONE || !a ||
+	    !bk_regs_get(regs, a->pc_reg, &ip) || !bk_regs_get(regs, a->sp_reg, &sp)) {
+		p->stats.no_regs++;
+		w->ended = BK_E_INVAL;
+		w->reason = "no user registers";
+		return 0;
+	}
+	if (!pr && !(pr = proc_get(p, rec->pid))) /* samples of a process seen no MMAP of */
+		return BK_E_NOMEM;
+	w->comm = pr->comm;
+	w->space = pr->space;
+	pr->mem = (struct sample_mem){ sp, s->stack ? s->stack_dyn_size : 0, s->stack };
+	if (!s->stack || !s->stack_dyn_size)
+		p->stats.no_stack++;
+
+	pcs[0] = ip;
+	int n = 1;
+	if (max > 1) {
+		int k = uw_walk_pcs(pr->space, regs, true, (void **)(pcs + 1), max - 1);
+		if (k >= 0) {
+			n += k;
+		} else {
+			/* Handed over: the cursor makes the same frames and says why
+			 * it stopped. */
+			struct bk_cursor c;
+			int r = bk_cursor_init(&c, pr->space, regs);
+			while (r == 0 && n < max && (r = bk_cursor_step(&c)) == 1)
+				pcs[n++] = bk_cursor_pc(&c);
+			w->ended = r < 0 ? r : 0;
+		}
+	}
+	if (n > 1 && pcs[n - 1] == 0)
+		n--; /* a return address of 0 marks the end */
+	if (w->ended) {
+		p->stats.truncated++;
+		w->reason = w->ended == BK_E_MEMORY ? "stack copy too short"
+			    : w->ended == BK_E_NO_UNWIND ? "no unwind information"
+			    : bk_strerror(w->ended);
+	} else {
+		p->stats.complete++;
+	}
+	pr->mem.bytes = NULL; /* the record's bytes go with the next record */
+	return n;
+}

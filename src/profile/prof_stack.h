@@ -1,0 +1,42 @@
+/* src/profile, from samples to stacks (prof_stack.c): the processes of a
+ * recording as address spaces, each sample's user stack walked in its
+ * process's space. Kept apart from prof.h (the reader) only while the
+ * reader is being written; the two become one header. */
+#ifndef BK_PROF_STACK_H
+#define BK_PROF_STACK_H
+
+#include "prof.h"
+
+struct prof_stacks;
+
+struct prof_stack_stats {
+	uint64_t samples;      /* walked (prof_stacks_walk calls) */
+	uint64_t complete;     /* walked to the outermost frame */
+	uint64_t truncated;    /* stopped early (an error: see prof_walk) */
+	uint64_t no_regs;      /* no user registers (kernel threads, ABI none) */
+	uint64_t no_stack;     /* no stack copy: the interrupted PC only */
+	uint64_t modules;      /* executable file mappings added */
+};
+
+/* How one sample's walk went. */
+struct prof_walk {
+	const char *comm;      /* the process's name, "" if unknown */
+	struct bk_space *space; /* where its PCs are: symbolize with it */
+	int ended;             /* 0: to the outermost frame; else BK_E_* */
+	const char *reason;    /* ended != 0: why, for the summary */
+};
+
+/* Processes of a recording of ARCH. Cold. */
+int prof_stacks_new(enum bk_arch arch, struct prof_stacks **out);
+void prof_stacks_free(struct prof_stacks *p);
+/* A record that changes the processes (MMAP, COMM, FORK, EXIT); others are
+ * ignored. 0 or BK_E_NOMEM. */
+int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec);
+/* The user stack of sample REC, innermost first (its interrupted PC, then
+ * the return addresses), at most MAX: how many, or a BK_E_* code. *W says
+ * which space the PCs belong to and whether the walk reached the end. */
+int prof_stacks_walk(struct prof_stacks *p, const struct prof_record *rec, uint64_t *pcs,
+		     int max, struct prof_walk *w);
+const struct prof_stack_stats *prof_stacks_stats(const struct prof_stacks *p);
+
+#endif

@@ -1,0 +1,234 @@
+/* backstep report [options] FILE: the samples of a perf.data file (what
+ * `perf record --call-graph dwarf` writes; FILE "-": a stream from `perf
+ * record -o -`) as named stacks, through the output module (frames.h):
+ * perf-script (default), folded, json (JSON Lines). Each sample's user
+ * stack is walked from its registers and stack copy in its process's
+ * space (src/profile/prof_stack.c); kernel frames from the sample's
+ * callchain go above them (--no-kernel drops them). The file is streamed:
+ * memory grows with processes, modules and distinct stacks, not samples.
+ * A summary goes to stderr. */
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "frames.h"
+#include "out.h"
+
+#include "../src/profile/prof_stack.h"
+
+#define MAX_FRAMES 1024
+#define MAX_INLINE 16
+#define PERF_CONTEXT_KERNEL ((uint64_t)-128)
+#define PERF_CONTEXT_USER ((uint64_t)-512)
+#define PERF_CONTEXT_MAX ((uint64_t)-4095)
+
+static const char usage[] =
+	"backstep report [--format perf-script|folded|json] [-o FILE] [--pid PID] [--tid TID]\n"
+	"                [--comm NAME] [--no-inline] [-n] [--kernel|--no-kernel] FILE|-";
+
+struct report_opts {
+	const struct fr_printer *pr;
+	int pid, tid;               /* 0: all */
+	const char *comm;
+	bool no_symbols, kernel;
+};
+
+/* The kernel frames of a callchain (the entries after PERF_CONTEXT_KERNEL
+ * up to the next context marker), into F. */
+static size_t kernel_frames(const struct prof_sample *s, struct fr_frame *f, size_t max)
+{
+	size_t n = 0;
+	bool in_kernel = false;
+	for (uint64_t i = 0; i < s->callchain_nr && n < max; i++) {
+		uint64_t ip = s->callchain[i];
+		if (ip >= PERF_CONTEXT_MAX) {
+			in_kernel = ip == PERF_CONTEXT_KERNEL;
+			continue;
+		}
+		if (!in_kernel)
+			continue;
+		f[n] = (struct fr_frame){ .pc = ip, .how = BK_HOW_INITIAL,
+					  .module = "[kernel.kallsyms]", .module_off = ip };
+		n++;
+	}
+	return n;
+}
+
+static int report(struct prof_reader *r, const char *path, const struct report_opts *o)
+{
+	struct prof_stacks *ps;
+	enum bk_arch arch = prof_arch(r);
+	if (arch == BK_ARCH_UNKNOWN)
+		arch = BK_ARCH_X86_64;
+	if (prof_stacks_new(arch, &ps) != 0) {
+		cli_error(path, "out of memory");
+		return 1;
+	}
+	static uint64_t pcs[MAX_FRAMES];
+	static struct fr_frame frames[2 * MAX_FRAMES];
+	static struct bk_symbol syms[MAX_FRAMES * MAX_INLINE];
+	struct prof_record rec;
+	uint64_t shown = 0, lost = 0, skipped = 0;
+	int rc, status = 0;
+	o->pr->begin();
+	while ((rc = prof_next(r, &rec)) == 1) {
+		if (rec.kind == PROF_LOST) {
+			lost += rec.lost.lost;
+			continue;
+		}
+		if (rec.kind != PROF_SAMPLE) {
+			if (prof_stacks_event(ps, &rec) != 0) {
+				cli_error(path, "out of memory");
+				status = 1;
+				break;
+			}
+			continue;
+		}
+		if ((o->pid && rec.pid != o->pid) || (o->tid && rec.tid != o->tid)) {
+			skipped++;
+			continue;
+		}
+		struct prof_walk w;
+		int n = prof_stacks_walk(ps, &rec, pcs, MAX_FRAMES, &w);
+		if (n < 0) {
+			cli_error(path, "%s", bk_strerror(n));
+			status = 1;
+			break;
+		}
+		if (o->comm && strcmp(o->comm, w.comm)) {
+			skipped++;
+			continue;
+		}
+		size_t nf = o->kernel ? kernel_frames(&rec.sample, frames, MAX_FRAMES) : 0;
+		for (int k = 0; k < n; k++) {
+			struct fr_frame *f = &frames[nf++];
+			/* Frame 0 was interrupted: its own PC; above it, PC - 1 names the call. */
+			uint64_t lookup = k == 0 ? pcs[k] : pcs[k] - 1;
+			struct bk_module_info mi;
+			*f = (struct fr_frame){ .pc = pcs[k], .how = k ? BK_HOW_CFI : BK_HOW_INITIAL };
+			if (w.space && bk_space_module_at(w.space, lookup, &mi) == 0) {
+				f->module = mi.path;
+				f->module_off = pcs[k] - mi.start;
+			}
+			f->syms = &syms[(size_t)k * MAX_INLINE];
+			f->nsym = o->no_symbols || !w.space
+					  ? 0
+					  : bk_space_symbolize(w.space, lookup, &syms[(size_t)k * MAX_INLINE],
+							       MAX_INLINE);
+			if (f->nsym < 0)
+				f->nsym = 0;
+		}
+		const struct prof_attr *attr = rec.attr >= 0 ? prof_attr_at(r, (size_t)rec.attr) : NULL;
+		struct fr_stack st = {
+			.pid = rec.pid, .tid = rec.tid, .name = w.comm, .time = rec.time,
+			.cpu = rec.cpu, .period = rec.sample.period,
+			.event = attr && attr->name ? attr->name : "cpu-clock",
+			.f = frames, .n = nf, .began = true, .error = w.ended,
+		};
+		o->pr->stack(&st, shown++);
+	}
+	o->pr->end();
+	out_flush();
+	if (rc < 0) {
+		cli_error(path, "%s at byte %llu", bk_strerror(rc),
+			  (unsigned long long)prof_stats(r)->records);
+		status = 1;
+	}
+	const struct prof_stack_stats *st = prof_stacks_stats(ps);
+	fprintf(stderr,
+		"backstep report: %llu samples read, %llu walked to the end, %llu truncated, "
+		"%llu without user registers, %llu without a stack copy; %llu filtered out; "
+		"%llu lost (perf)\n",
+		(unsigned long long)st->samples, (unsigned long long)st->complete,
+		(unsigned long long)st->truncated, (unsigned long long)st->no_regs,
+		(unsigned long long)st->no_stack, (unsigned long long)skipped,
+		(unsigned long long)lost);
+	prof_stacks_free(ps);
+	return status;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "comm", required_argument, NULL, 'c' },
+		{ "no-inline", no_argument, NULL, 'I' },
+		{ "no-symbols", no_argument, NULL, 'n' },
+		{ "kernel", no_argument, NULL, 'k' },
+		{ "no-kernel", no_argument, NULL, 'K' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct report_opts o = { .pr = &fr_perf_script, .kernel = true };
+	const char *output = NULL;
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "f:o:p:t:c:nh", longopts, NULL)) != -1) {
+		uint64_t v;
+		switch (ch) {
+		case 'f':
+			if (!strcmp(optarg, "perf-script"))
+				o.pr = &fr_perf_script;
+			else if (!strcmp(optarg, "folded"))
+				o.pr = &fr_folded;
+			else if (!strcmp(optarg, "json"))
+				o.pr = &fr_jsonl;
+			else {
+				cli_error("--format", "'%s' is not perf-script, folded or json", optarg);
+				return 2;
+			}
+			break;
+		case 'o': output = optarg; break;
+		case 'p':
+		case 't':
+			if (!cli_parse_u64(optarg, &v) || v == 0 || v > 0x7fffffff) {
+				cli_error(ch == 'p' ? "--pid" : "--tid", "'%s' is not a process id", optarg);
+				return 2;
+			}
+			*(ch == 'p' ? &o.pid : &o.tid) = (int)v;
+			break;
+		case 'c': o.comm = optarg; break;
+		case 'I': fr_set_inline(false); break;
+		case 'n': o.no_symbols = true; break;
+		case 'k': o.kernel = true; break;
+		case 'K': o.kernel = false; break;
+		case 'h':
+			printf("usage: %s\n", usage);
+			return 0;
+		default:
+			fprintf(stderr, "usage: %s\n", usage);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "usage: %s\n", usage);
+		return 2;
+	}
+	const char *path = argv[optind];
+	struct prof_reader *r;
+	int err = !strcmp(path, "-") ? prof_open_fd(0, &r) : prof_open_file(path, &r);
+	if (err) {
+		cli_error(path, "%s", err == BK_E_CORRUPT ? "not a perf.data file (or a damaged one)"
+					: bk_strerror(err));
+		return 1;
+	}
+	if (output) {
+		int fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || dup2(fd, 1) < 0) {
+			cli_error(output, "cannot write it");
+			prof_close(r);
+			return 1;
+		}
+		close(fd);
+	}
+	int status = report(r, path, &o);
+	prof_close(r);
+	return status;
+}
