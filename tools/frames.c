@@ -298,11 +298,11 @@ static void ps_stack(const struct fr_stack *s, size_t index)
 			snprintf(num, sizeof(num), "\t%16llx ", (unsigned long long)f->pc);
 			out_s(num);
 			if (sym && sym->function) {
+				/* perf gives an inlined call the offset of the
+				 * function that contains it. */
 				out_s(sym->function);
-				if (outer) {
-					out_s("+0x");
-					out_x64(sym->offset, 0);
-				}
+				out_s("+0x");
+				out_x64(f->syms[f->nsym - 1].offset, 0);
 			} else {
 				out_s("[unknown]");
 			}

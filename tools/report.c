@@ -37,9 +37,74 @@ struct report_opts {
 	bool no_symbols, kernel;
 };
 
+/* Kernel symbols from /proc/kallsyms (this machine's kernel: a recording
+ * made here), read on the first kernel frame; none when unreadable. */
+struct ksym {
+	uint64_t addr;
+	char *name;
+};
+static struct ksym *ksyms;
+static size_t nksyms;
+static bool ksyms_read;
+
+static int ksym_cmp(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void read_kallsyms(void)
+{
+	ksyms_read = true;
+	FILE *f = fopen("/proc/kallsyms", "r");
+	if (!f)
+		return;
+	size_t cap = 0;
+	char line[512], name[256], type;
+	unsigned long long addr;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || addr == 0 ||
+		    (type != 't' && type != 'T'))
+			continue;
+		if (nksyms == cap) {
+			size_t ncap = cap ? cap * 2 : 4096;
+			struct ksym *n = realloc(ksyms, ncap * sizeof(*n));
+			if (!n)
+				break;
+			ksyms = n;
+			cap = ncap;
+		}
+		if (!(ksyms[nksyms].name = strdup(name)))
+			break;
+		ksyms[nksyms++].addr = addr;
+	}
+	fclose(f);
+	qsort(ksyms, nksyms, sizeof(*ksyms), ksym_cmp);
+}
+
+/* The kernel function holding ADDR, as a symbol. */
+static bool kernel_symbol(uint64_t addr, struct bk_symbol *out)
+{
+	if (!ksyms_read)
+		read_kallsyms();
+	size_t lo = 0, hi = nksyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ksyms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return false;
+	*out = (struct bk_symbol){ .function = ksyms[lo - 1].name, .offset = addr - ksyms[lo - 1].addr };
+	return true;
+}
+
 /* The kernel frames of a callchain (the entries after PERF_CONTEXT_KERNEL
- * up to the next context marker), into F. */
-static size_t kernel_frames(const struct prof_sample *s, struct fr_frame *f, size_t max)
+ * up to the next context marker), into F, their names into KSYMS. */
+static size_t kernel_frames(const struct prof_sample *s, struct fr_frame *f, struct bk_symbol *ks,
+			    size_t max, bool symbols)
 {
 	size_t n = 0;
 	bool in_kernel = false;
@@ -53,6 +118,10 @@ static size_t kernel_frames(const struct prof_sample *s, struct fr_frame *f, siz
 			continue;
 		f[n] = (struct fr_frame){ .pc = ip, .how = BK_HOW_INITIAL,
 					  .module = "[kernel.kallsyms]", .module_off = ip };
+		if (symbols && kernel_symbol(ip, &ks[n])) {
+			f[n].syms = &ks[n];
+			f[n].nsym = 1;
+		}
 		n++;
 	}
 	return n;
@@ -70,7 +139,7 @@ static int report(struct prof_reader *r, const char *path, const struct report_o
 	}
 	static uint64_t pcs[MAX_FRAMES];
 	static struct fr_frame frames[2 * MAX_FRAMES];
-	static struct bk_symbol syms[MAX_FRAMES * MAX_INLINE];
+	static struct bk_symbol syms[MAX_FRAMES * MAX_INLINE], ksyms_of[MAX_FRAMES];
 	struct prof_record rec;
 	uint64_t shown = 0, lost = 0, skipped = 0;
 	int rc, status = 0;
@@ -103,7 +172,9 @@ static int report(struct prof_reader *r, const char *path, const struct report_o
 			skipped++;
 			continue;
 		}
-		size_t nf = o->kernel ? kernel_frames(&rec.sample, frames, MAX_FRAMES) : 0;
+		size_t nf = o->kernel ? kernel_frames(&rec.sample, frames, ksyms_of, MAX_FRAMES,
+						       !o->no_symbols)
+				      : 0;
 		for (int k = 0; k < n; k++) {
 			struct fr_frame *f = &frames[nf++];
 			/* Frame 0 was interrupted: its own PC; above it, PC - 1 names the call. */
@@ -148,6 +219,12 @@ static int report(struct prof_reader *r, const char *path, const struct report_o
 		(unsigned long long)st->no_stack, (unsigned long long)skipped,
 		(unsigned long long)lost);
 	prof_stacks_free(ps);
+	for (size_t i = 0; i < nksyms; i++)
+		free(ksyms[i].name);
+	free(ksyms);
+	ksyms = NULL;
+	nksyms = 0;
+	ksyms_read = false;
 	return status;
 }
 
