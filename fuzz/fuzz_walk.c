@@ -216,7 +216,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(n == n2 && !memcmp(pcs, again, (size_t)n * sizeof(void *)),
 		      "a warm walk differs from the cold one");
 	/* No window: every read through read_mem. */
-	int n3 = uw_walk_pcs_window(s, regs, at_pc, nowin, MAXF, NULL);
+	int n3 = uw_walk_pcs_window(s, regs, at_pc, nowin, MAXF, NULL, NULL);
 	agree(n3, nowin, nref, ref, end, MAXF);
 	if (getenv("FUZZ_WALK_VERBOSE"))
 		fprintf(stderr, "warm %d, no window %d\n", n2, n3);

@@ -264,10 +264,45 @@ static int first_sym(const struct fr_frame *f)
 	return with_inline || f->nsym == 0 ? 0 : f->nsym - 1;
 }
 
+/* The length of NAME without its parameter list, as perf prints C++
+ * functions: "ns::f(int) const" -> "ns::f", "std::function<int (int)>::
+ * operator()(int) const" -> "std::function<int (int)>::operator()". The
+ * list is the last top-level parenthesized group (templates' <...> and
+ * nested parentheses skipped, from the end). */
+static size_t name_len(const char *name)
+{
+	size_t n = strlen(name), i = n;
+	/* Qualifiers after the list: " const", " volatile", " &", " &&". */
+	while (i > 0 && name[i - 1] != ')') {
+		if (name[i - 1] == '>' || name[i - 1] == '(')
+			return n;
+		i--;
+	}
+	if (i == 0)
+		return n;
+	int depth = 0;
+	for (size_t j = i; j-- > 0;) {
+		char c = name[j];
+		if (c == ')' || c == '>')
+			depth++;
+		else if (c == '(' || c == '<')
+			depth--;
+		if (depth == 0)
+			return j > 0 ? j : n;
+	}
+	return n;
+}
+
+static void out_name(const char *name)
+{
+	out_mem(name, name_len(name));
+}
+
 /* ---- perf-script: what `perf script` prints ------------------------------
  *
  *   COMM PID/TID SECONDS.MICROS: PERIOD EVENT:
  *   \t        ADDR FUNCTION+0xOFF (MODULE)
+ * (C++ functions without their parameter lists, as perf prints them)
  *   ...
  *   (an empty line)
  * inlined calls as lines of their own, module "(inlined)"; an unknown
@@ -300,7 +335,7 @@ static void ps_stack(const struct fr_stack *s, size_t index)
 			if (sym && sym->function) {
 				/* perf gives an inlined call the offset of the
 				 * function that contains it. */
-				out_s(sym->function);
+				out_name(sym->function);
 				out_s("+0x");
 				out_x64(f->syms[f->nsym - 1].offset, 0);
 			} else {
@@ -360,7 +395,7 @@ static void fold_name(const struct fr_frame *f, int i)
 	if (fold_len)
 		fold_add(";", 1);
 	if (sym && sym->function) {
-		fold_add(sym->function, strlen(sym->function));
+		fold_add(sym->function, name_len(sym->function));
 	} else if (f->module) {
 		const char *b = base_name(f->module);
 		fold_add("[", 1);

@@ -138,6 +138,7 @@ static int report(struct prof_reader *r, const char *path, const struct report_o
 		return 1;
 	}
 	static uint64_t pcs[MAX_FRAMES];
+	static uint8_t interrupted[MAX_FRAMES];
 	static struct fr_frame frames[2 * MAX_FRAMES];
 	static struct bk_symbol syms[MAX_FRAMES * MAX_INLINE], ksyms_of[MAX_FRAMES];
 	struct prof_record rec;
@@ -162,7 +163,7 @@ static int report(struct prof_reader *r, const char *path, const struct report_o
 			continue;
 		}
 		struct prof_walk w;
-		int n = prof_stacks_walk(ps, &rec, pcs, MAX_FRAMES, &w);
+		int n = prof_stacks_walk(ps, &rec, pcs, interrupted, MAX_FRAMES, &w);
 		if (n < 0) {
 			cli_error(path, "%s", bk_strerror(n));
 			status = 1;
@@ -177,8 +178,9 @@ static int report(struct prof_reader *r, const char *path, const struct report_o
 				      : 0;
 		for (int k = 0; k < n; k++) {
 			struct fr_frame *f = &frames[nf++];
-			/* Frame 0 was interrupted: its own PC; above it, PC - 1 names the call. */
-			uint64_t lookup = k == 0 ? pcs[k] : pcs[k] - 1;
+			/* An interrupted frame is named at its PC; a return
+			 * address at PC - 1, the call. */
+			uint64_t lookup = interrupted[k] ? pcs[k] : pcs[k] - 1;
 			struct bk_module_info mi;
 			*f = (struct fr_frame){ .pc = pcs[k], .how = k ? BK_HOW_CFI : BK_HOW_INITIAL };
 			if (w.space && bk_space_module_at(w.space, lookup, &mi) == 0) {

@@ -282,7 +282,8 @@ int prof_add_attr(struct prof_reader *r, const uint8_t *a, size_t avail, const u
 		nid[r->nids + i] = (struct prof_id){ own[i], (uint32_t)r->nattrs };
 	}
 	r->nids += nids;
-	qsort(r->ids, r->nids, sizeof(*r->ids), cmp_id);
+	if (nids)
+		qsort(r->ids, r->nids, sizeof(*r->ids), cmp_id);
 
 	struct prof_attr_int *ai = &r->attrs[r->nattrs];
 	memset(ai, 0, sizeof(*ai));
@@ -496,7 +497,7 @@ static int read_attrs(struct prof_reader *r, uint64_t attr_size, uint64_t off, u
 			break;
 		}
 		uint32_t size = (uint32_t)base_rd_le(b.p + 4, 4);
-		if (size > buf_left(&b) || buf_left(&b) - size < 16) {
+		if (size < 64 || size > buf_left(&b) || buf_left(&b) - size < 16) {
 			err = BK_CORRUPT;
 			break;
 		}

@@ -7,7 +7,8 @@
  * stack copy of the sample being walked (its window: the fast walk reads
  * it with plain loads). The space lives as long as the process: its
  * files, rule table, memo and symbols serve every sample of it. FORK gives
- * the child the parent's modules; EXIT of the leader drops the process.
+ * the child the parent's modules; exec (COMM with PERF_RECORD_MISC_COMM_EXEC)
+ * and EXIT of the leader drop them.
  *
  * A sample is walked by the PC-only walk from its user registers, at the
  * interrupted PC; where it hands over, by the cursor, which also says why
@@ -211,8 +212,13 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 				       rec->mmap.addr + rec->mmap.len,
 				       rec->mmap.addr - rec->mmap.pgoff, rec->mmap.filename);
 	case PROF_COMM:
-		if (rec->pid < 0 || !(pr = proc_get(p, rec->pid)))
-			return rec->pid < 0 ? 0 : BK_E_NOMEM;
+		if (rec->pid < 0)
+			return 0;
+		/* exec: a new image; the MMAPs of the new one follow. */
+		if (rec->comm.exec && rec->pid == rec->tid)
+			proc_drop(p, rec->pid);
+		if (!(pr = proc_get(p, rec->pid)))
+			return BK_E_NOMEM;
 		if (rec->pid == rec->tid || !pr->comm[0]) {
 			strncpy(pr->comm, rec->comm.comm, sizeof(pr->comm) - 1);
 		}
@@ -245,7 +251,7 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 }
 
 int prof_stacks_walk(struct prof_stacks *p, const struct prof_record *rec, uint64_t *pcs,
-		     int max, struct prof_walk *w)
+		     uint8_t *interrupted, int max, struct prof_walk *w)
 {
 	memset(w, 0, sizeof(*w));
 	w->comm = "";
@@ -275,9 +281,14 @@ int prof_stacks_walk(struct prof_stacks *p, const struct prof_record *rec, uint6
 		p->stats.no_stack++;
 
 	pcs[0] = ip;
+	if (interrupted)
+		interrupted[0] = 1;
 	int n = 1;
 	if (max > 1) {
-		int k = uw_walk_pcs(pr->space, regs, true, (void **)(pcs + 1), max - 1);
+		struct uw_window win = { sp, pr->mem.len, pr->mem.bytes };
+		int k = uw_walk_pcs_window(pr->space, regs, true, (void **)(pcs + 1), max - 1,
+					   pr->mem.bytes ? &win : NULL,
+					   interrupted ? interrupted + 1 : NULL);
 		if (k >= 0) {
 			n += k;
 		} else {
@@ -285,8 +296,14 @@ int prof_stacks_walk(struct prof_stacks *p, const struct prof_record *rec, uint6
 			 * it stopped. */
 			struct bk_cursor c;
 			int r = bk_cursor_init(&c, pr->space, regs);
-			while (r == 0 && n < max && (r = bk_cursor_step(&c)) == 1)
-				pcs[n++] = bk_cursor_pc(&c);
+			if (r == 0) {
+				while (n < max && (r = bk_cursor_step(&c)) == 1) {
+					if (interrupted)
+						interrupted[n] = bk_cursor_lookup_pc(&c) ==
+								 bk_cursor_pc(&c);
+					pcs[n++] = bk_cursor_pc(&c);
+				}
+			}
 			w->ended = r < 0 ? r : 0;
 		}
 	}

@@ -33,10 +33,13 @@ void prof_stacks_free(struct prof_stacks *p);
  * ignored. 0 or BK_E_NOMEM. */
 int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec);
 /* The user stack of sample REC, innermost first (its interrupted PC, then
- * the return addresses), at most MAX: how many, or a BK_E_* code. *W says
- * which space the PCs belong to and whether the walk reached the end. */
+ * the return addresses), at most MAX: how many, or a BK_E_* code.
+ * INTERRUPTED (may be NULL): per PC, 1 where the frame was interrupted
+ * (the sample's own, one under a signal frame: name it at its PC), 0 for
+ * a return address (name it at PC - 1). *W says which space the PCs
+ * belong to and whether the walk reached the end. */
 int prof_stacks_walk(struct prof_stacks *p, const struct prof_record *rec, uint64_t *pcs,
-		     int max, struct prof_walk *w);
+		     uint8_t *interrupted, int max, struct prof_walk *w);
 const struct prof_stack_stats *prof_stacks_stats(const struct prof_stacks *p);
 
 #endif

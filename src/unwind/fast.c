@@ -562,6 +562,8 @@ struct walk_ctx {
 	struct bk_space *s;
 	struct walk_mem mem;
 	struct walk_mods mods;
+	void **pcs;            /* where the walk's PCs start */
+	uint8_t *interrupted;  /* per PC: 1 for a frame a signal interrupted, or NULL */
 };
 
 /* step_cursor from the registers the signal frame at SIG_SP saved; out of
@@ -647,6 +649,8 @@ __attribute__((noinline)) static void **walk_slow(struct walk_ctx *w, struct wal
 			*status = 0;
 			return out;
 		}
+		if (w->interrupted)
+			w->interrupted[out - 1 - w->pcs] = 1;
 		back = 0;
 		cfa_prev = 0;
 		full = NULL;
@@ -742,7 +746,7 @@ static inline __attribute__((always_inline)) int walk_loop(struct walk_ctx *w,
 __attribute__((optimize("no-tree-slp-vectorize")))
 #endif
 int uw_walk_pcs_window(struct bk_space *s, const struct bk_regs *regs, bool at_pc,
-		       void **pcs, int max, const struct uw_window *win)
+		       void **pcs, int max, const struct uw_window *win, uint8_t *interrupted)
 {
 	const struct arch_info *a = s->arch;
 	if (!s->ftab || !s->memo || a->addr_size != 8 || max <= 0)
@@ -752,6 +756,10 @@ int uw_walk_pcs_window(struct bk_space *s, const struct bk_regs *regs, bool at_p
 	w.mem.s = s;
 	w.mem.lo = w.mem.span = w.mem.bias = 0;
 	w.mods.n = w.mods.next = 0;
+	w.pcs = pcs;
+	w.interrupted = interrupted;
+	if (interrupted && max > 0)
+		memset(interrupted, 0, (size_t)(max < BK_MAX_FRAMES ? max : BK_MAX_FRAMES - 1));
 	struct uw_window local;
 	if (!win && s->local) {
 		uint64_t slo, shi;
@@ -795,6 +803,6 @@ int uw_walk_pcs(struct bk_space *s, const struct bk_regs *regs, bool at_pc, void
 	uint64_t sp;
 	if (!s->local && s->window && bk_regs_get(regs, s->arch->sp_reg, &sp) &&
 	    s->window(s->ctx, sp, &win))
-		return uw_walk_pcs_window(s, regs, at_pc, pcs, max, &win);
-	return uw_walk_pcs_window(s, regs, at_pc, pcs, max, NULL);
+		return uw_walk_pcs_window(s, regs, at_pc, pcs, max, &win, NULL);
+	return uw_walk_pcs_window(s, regs, at_pc, pcs, max, NULL, NULL);
 }

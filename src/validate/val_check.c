@@ -236,7 +236,7 @@ bool val_check_fast(const struct val_walk_in *in, const struct uw_window *win,
 		ref[nref++] = bk_cursor_pc(&c);
 	}
 	st->fast_walks++;
-	int n = uw_walk_pcs_window(in->space, in->regs, true, fast, BK_MAX_FRAMES, win);
+	int n = uw_walk_pcs_window(in->space, in->regs, true, fast, BK_MAX_FRAMES, win, NULL);
 	if (n < 0) {
 		st->fast_handovers++;
 		return true;

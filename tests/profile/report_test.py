@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""backstep report against perf script on the same recordings, made here.
+
+  report_test.py PERF BACKSTEP WORKDIR PROGRAM...
+
+Each PROGRAM (fixture builds: recursion, C++ with inlines, threads, a
+shared library, a signal handler, code without frame pointers) is recorded
+with `perf record -e cpu-clock -c 20000 --call-graph dwarf` (a sample every
+20 us of CPU) into WORKDIR, then read by `perf script` and by `backstep
+report` in its three formats:
+
+  perf-script  every sample is there (the same pid, tid and time), and
+               wherever perf's own unwind reached the end of the stack (its
+               last frame is _start, clone3/clone or start_thread) the user
+               frames' function+offset equal perf's, frame for frame;
+               perf's kernel frames are left out (kallsyms may differ);
+  folded       the counts add up to the number of samples;
+  json         one JSON object per sample, with its frames.
+
+Differences are failures, except the one kind EXPECTED lists with its
+evidence. perf missing or perf_event_open refused fails the test with the
+reason: never a skip.
+"""
+import json
+import os
+import subprocess
+import sys
+
+# Where backstep and perf name the same frame differently, and why.
+def expected_difference(ours, theirs):
+    """Names that differ for the same frame (same position, same module):
+    two names of one address (aliases), or one of two kinds of address
+    backstep does not name and perf does:
+    - ld.so's _start is an untyped label of size 0 (readelf -s of its debug
+      file: "NOTYPE LOCAL ... _start", size 0); backstep's symbol reader
+      skips such labels, perf names the addresses after it by it;
+    - PLT stubs: perf makes up "NAME@plt" symbols from the PLT relocations
+      (an empty NAME for libc's own IRELATIVE slots: "@plt+0xb"); backstep's
+      symbol layer names no PLT entry."""
+    (o, od), (t, td) = ours, theirs
+    if o == "[unknown]":
+        return (t.startswith("_start+") and "ld-linux" in td) or "@plt+" in t
+    return aliases(o, t, od)
+
+
+ALIAS_CACHE = {}
+
+
+def aliases(ours, theirs, dso):
+    """Two names of one address (identical code folded): the same offset,
+    and both functions at the same address in the module's dynamic symbol
+    table (nm -DC)."""
+    (a, _, ao), (b, _, bo) = ours.rpartition("+"), theirs.rpartition("+")
+    if ao != bo or not dso.startswith("/"):
+        return False
+    if dso not in ALIAS_CACHE:
+        r = run(["nm", "-DC", "--defined-only", dso])
+        addrs = {}
+        for line in r.stdout.decode(errors="replace").splitlines():
+            f = line.split(" ", 2)
+            if len(f) == 3:
+                name = f[2]
+                addrs.setdefault(name.split("(")[0], set()).add(f[0])
+        ALIAS_CACHE[dso] = addrs
+    addrs = ALIAS_CACHE[dso]
+    return bool(addrs.get(a, set()) & addrs.get(b, set()))
+
+OUTERMOST = ("_start", "__clone3", "clone3", "clone", "start_thread", "__GI___clone3")
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def run(cmd, **kw):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+    return p
+
+
+def parse_script(text):
+    """Samples of perf-script text: (header fields, [frames]) where a frame
+    is (symbol+offset, dso)."""
+    out, cur, head = [], None, None
+    for line in text.splitlines():
+        if line.startswith("\t"):
+            f = line.strip().split(" ", 1)
+            if len(f) < 2:
+                continue
+            sym, _, dso = f[1].rpartition(" (")
+            cur.append((sym, dso.rstrip(")")))
+        elif line.strip():
+            if head is not None:
+                out.append((head, cur))
+            head, cur = line, []
+        else:
+            if head is not None:
+                out.append((head, cur))
+            head, cur = None, None
+    if head is not None:
+        out.append((head, cur))
+    return out
+
+
+def key(head):
+    """pid/tid and time from a sample's header line (either tool)."""
+    parts = head.split()
+    tid = next(p for p in parts if p[0].isdigit())
+    t = next(p for p in parts if p.endswith(":") and "." in p)
+    return tid.split("/")[-1], t.rstrip(":")
+
+
+def user_frames(frames):
+    return [(s, d) for s, d in frames if "kernel" not in d]
+
+
+def check_program(perf, backstep, workdir, prog):
+    name = os.path.basename(prog)
+    data = os.path.join(workdir, name + ".data")
+    r = run([perf, "record", "-q", "-e", "cpu-clock", "-c", "20000", "--call-graph", "dwarf",
+             "-o", data, "--", prog])
+    if r.returncode not in (0, 1) or not os.path.exists(data):
+        fail("%s: perf record failed (%d): %s" % (name, r.returncode, r.stderr.decode()[-500:]))
+    ps = run([perf, "script", "-F", "comm,tid,time,period,event,ip,sym,symoff,dso", "-i", data])
+    if ps.returncode:
+        fail("%s: perf script failed: %s" % (name, ps.stderr.decode()[-500:]))
+    theirs = parse_script(ps.stdout.decode(errors="replace"))
+    bs = run([backstep, "report", data])
+    if bs.returncode:
+        fail("%s: backstep report failed (%d): %s" % (name, bs.returncode, bs.stderr.decode()))
+    ours = parse_script(bs.stdout.decode(errors="replace"))
+    if not theirs:
+        fail("%s: no samples recorded" % name)
+    if len(ours) != len(theirs):
+        fail("%s: %d samples, perf script has %d" % (name, len(ours), len(theirs)))
+    by_key = {}
+    for head, frames in ours:
+        by_key.setdefault(key(head), []).append(frames)
+    compared = equal = expected = 0
+    for head, frames in theirs:
+        mine = by_key.get(key(head))
+        if not mine:
+            fail("%s: perf's sample %s is not in backstep's output" % (name, head))
+        ours_f = mine.pop(0)
+        t, o = user_frames(frames), user_frames(ours_f)
+        if not t or t[-1][0].split("+")[0] not in OUTERMOST:
+            continue  # perf's own unwind stopped early: nothing to hold it to
+        compared += 1
+        if [x for x, _ in t] == [x for x, _ in o]:
+            equal += 1
+            continue
+        # Differences must all be expected kinds, at the same positions.
+        if len(t) == len(o) and all(a[0] == b[0] or expected_difference(b, a) for a, b in zip(t, o)):
+            expected += 1
+            continue
+        fail("%s: sample %s differs from perf script:\n  perf:     %s\n  backstep: %s"
+             % (name, head, t, o))
+    fo = run([backstep, "report", "--format", "folded", data])
+    total = sum(int(l.rsplit(" ", 1)[1]) for l in fo.stdout.decode().splitlines() if l)
+    if fo.returncode or total != len(theirs):
+        fail("%s: folded counts add up to %d, %d samples" % (name, total, len(theirs)))
+    js = run([backstep, "report", "--format", "json", data])
+    lines = [json.loads(l) for l in js.stdout.decode().splitlines() if l]
+    if js.returncode or len(lines) != len(theirs) or not all("frames" in l for l in lines):
+        fail("%s: %d JSON lines for %d samples" % (name, len(lines), len(theirs)))
+    if compared == 0:
+        fail("%s: perf unwound no sample to the end: nothing compared" % name)
+    print("%s: %d samples; %d where perf reached the end, %d equal frame for frame, "
+          "%d with an expected difference; folded and JSON complete"
+          % (name, len(theirs), compared, equal, expected))
+    return compared
+
+
+def main():
+    if len(sys.argv) < 5:
+        fail("usage: report_test.py PERF BACKSTEP WORKDIR PROGRAM...")
+    perf, backstep, workdir = sys.argv[1:4]
+    os.makedirs(workdir, exist_ok=True)
+    probe = run([perf, "record", "-q", "-e", "cpu-clock", "-o", os.path.join(workdir, "probe.data"),
+                 "--", "true"])
+    if probe.returncode:
+        fail("perf record cannot sample here (perf_event_open refused? "
+             "/proc/sys/kernel/perf_event_paranoid must be 2 or lower, or run as root): "
+             + probe.stderr.decode()[-300:])
+    for prog in sys.argv[4:]:
+        check_program(perf, backstep, workdir, prog)
+
+
+if __name__ == "__main__":
+    main()
