@@ -87,14 +87,7 @@ static bool kernel_symbol(uint64_t addr, struct bk_symbol *out)
 {
 	if (!ksyms_read)
 		read_kallsyms();
-	size_t lo = 0, hi = nksyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ksyms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = BASE_COUNT_LE(ksyms, nksyms, addr, addr);
 	if (lo == 0)
 		return false;
 	*out = (struct bk_symbol){ .function = ksyms[lo - 1].name, .offset = addr - ksyms[lo - 1].addr };

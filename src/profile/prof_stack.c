@@ -107,10 +107,11 @@ const struct prof_stack_stats *prof_stacks_stats(const struct prof_stacks *p)
 	return &p->stats;
 }
 
+/* Where PID is or would go in the sorted process list. */
 static size_t proc_index(const struct prof_stacks *p, int32_t pid)
 {
 	size_t lo = 0, hi = p->nprocs;
-	while (lo < hi) {
+	while (lo < hi) { /* procs[] holds pointers: BASE_COUNT_LT wants the keys in place */
 		size_t mid = lo + (hi - lo) / 2;
 		if (p->procs[mid]->pid < pid)
 			lo = mid + 1;
