@@ -120,87 +120,131 @@ static size_t kernel_frames(const struct prof_sample *s, struct fr_frame *f, str
 	return n;
 }
 
-static int report(struct prof_reader *r, const char *path, const struct report_opts *o)
-{
+/* What one report carries from sample to sample. */
+struct report_state {
+	struct prof_reader *r;
 	struct prof_stacks *ps;
-	enum bk_arch arch = prof_arch(r);
-	if (arch == BK_ARCH_UNKNOWN)
-		arch = BK_ARCH_X86_64;
-	if (prof_stacks_new(arch, &ps) != 0) {
-		cli_error(path, "out of memory");
-		return 1;
-	}
+	const struct report_opts *o;
+	uint64_t shown, skipped;
+};
+
+/* One record released in time order: a change to the processes, or a
+ * sample to walk, name and print. 0, or a BK_E_* code. */
+static int report_record(struct report_state *rs, const struct prof_record *rec)
+{
 	static uint64_t pcs[MAX_FRAMES];
 	static uint8_t interrupted[MAX_FRAMES];
 	static struct fr_frame frames[2 * MAX_FRAMES];
 	static struct bk_symbol syms[MAX_FRAMES * MAX_INLINE], ksyms_of[MAX_FRAMES];
+	const struct report_opts *o = rs->o;
+	if (rec->kind != PROF_SAMPLE)
+		return prof_stacks_event(rs->ps, rec);
+	if ((o->pid && rec->pid != o->pid) || (o->tid && rec->tid != o->tid)) {
+		rs->skipped++;
+		return 0;
+	}
+	struct prof_walk w;
+	int n = prof_stacks_walk(rs->ps, rec, pcs, interrupted, MAX_FRAMES, &w);
+	if (n < 0)
+		return n;
+	if (o->comm && strcmp(o->comm, w.comm)) {
+		rs->skipped++;
+		return 0;
+	}
+	size_t nf = o->kernel ? kernel_frames(&rec->sample, frames, ksyms_of, MAX_FRAMES,
+					       !o->no_symbols)
+			      : 0;
+	for (int k = 0; k < n; k++) {
+		struct fr_frame *f = &frames[nf++];
+		/* An interrupted frame is named at its PC; a return address at
+		 * PC - 1, the call. */
+		uint64_t lookup = interrupted[k] ? pcs[k] : pcs[k] - 1;
+		struct bk_module_info mi;
+		*f = (struct fr_frame){ .pc = pcs[k], .how = k ? BK_HOW_CFI : BK_HOW_INITIAL };
+		if (w.space && bk_space_module_at(w.space, lookup, &mi) == 0) {
+			f->module = mi.path;
+			f->module_off = pcs[k] - mi.start;
+		}
+		f->syms = &syms[(size_t)k * MAX_INLINE];
+		f->nsym = o->no_symbols || !w.space
+				  ? 0
+				  : bk_space_symbolize(w.space, lookup, &syms[(size_t)k * MAX_INLINE],
+						       MAX_INLINE);
+		if (f->nsym < 0)
+			f->nsym = 0;
+	}
+	const struct prof_attr *attr = rec->attr >= 0 ? prof_attr_at(rs->r, (size_t)rec->attr) : NULL;
+	struct fr_stack st = {
+		.pid = rec->pid, .tid = rec->tid, .name = w.comm, .time = rec->time,
+		.cpu = rec->cpu, .period = rec->sample.period,
+		.event = attr && attr->name ? attr->name : "cpu-clock",
+		.f = frames, .n = nf, .began = true, .error = w.ended,
+	};
+	o->pr->stack(&st, rs->shown++);
+	return 0;
+}
+
+/* Release the queue's final records (all at the END) to report_record. */
+static int report_round(struct report_state *rs, struct prof_queue *q, bool end)
+{
+	size_t k = prof_queue_round(q, end);
+	int err = 0;
+	for (size_t i = 0; i < k && !err; i++) {
+		struct prof_record rec;
+		err = prof_queue_get(q, rs->r, i, &rec);
+		if (err == 1)
+			err = 0; /* decoded */
+		if (!err)
+			err = report_record(rs, &rec);
+	}
+	prof_queue_drop_ready(q);
+	return err;
+}
+
+static int report(struct prof_reader *r, const char *path, const struct report_opts *o)
+{
+	struct prof_stacks *ps;
+	struct prof_queue *q;
+	enum bk_arch arch = prof_arch(r);
+	if (arch == BK_ARCH_UNKNOWN)
+		arch = BK_ARCH_X86_64;
+	if (prof_stacks_new(arch, &ps) != 0 || prof_queue_new(&q) != 0) {
+		cli_error(path, "out of memory");
+		return 1;
+	}
+	struct report_state rs = { r, ps, o, 0, 0 };
 	struct prof_record rec;
-	uint64_t shown = 0, lost = 0, skipped = 0;
-	int rc, status = 0;
+	uint64_t lost = 0;
+	int rc, status = 0, err = 0;
 	o->pr->begin();
-	while ((rc = prof_next(r, &rec)) == 1) {
-		if (rec.kind == PROF_LOST) {
+	while (!err && (rc = prof_next(r, &rec)) == 1) {
+		switch (rec.kind) {
+		case PROF_LOST:
 			lost += rec.lost.lost;
-			continue;
-		}
-		if (rec.kind != PROF_SAMPLE) {
-			if (prof_stacks_event(ps, &rec) != 0) {
-				cli_error(path, "out of memory");
-				status = 1;
-				break;
-			}
-			continue;
-		}
-		if ((o->pid && rec.pid != o->pid) || (o->tid && rec.tid != o->tid)) {
-			skipped++;
-			continue;
-		}
-		struct prof_walk w;
-		int n = prof_stacks_walk(ps, &rec, pcs, interrupted, MAX_FRAMES, &w);
-		if (n < 0) {
-			cli_error(path, "%s", bk_strerror(n));
-			status = 1;
+			break;
+		case PROF_FINISHED_ROUND:
+			err = report_round(&rs, q, false);
+			break;
+		case PROF_SAMPLE:
+		case PROF_MMAP:
+		case PROF_COMM:
+		case PROF_FORK:
+		case PROF_EXIT:
+			err = prof_queue_push(q, &rec);
+			break;
+		default:
 			break;
 		}
-		if (o->comm && strcmp(o->comm, w.comm)) {
-			skipped++;
-			continue;
-		}
-		size_t nf = o->kernel ? kernel_frames(&rec.sample, frames, ksyms_of, MAX_FRAMES,
-						       !o->no_symbols)
-				      : 0;
-		for (int k = 0; k < n; k++) {
-			struct fr_frame *f = &frames[nf++];
-			/* An interrupted frame is named at its PC; a return
-			 * address at PC - 1, the call. */
-			uint64_t lookup = interrupted[k] ? pcs[k] : pcs[k] - 1;
-			struct bk_module_info mi;
-			*f = (struct fr_frame){ .pc = pcs[k], .how = k ? BK_HOW_CFI : BK_HOW_INITIAL };
-			if (w.space && bk_space_module_at(w.space, lookup, &mi) == 0) {
-				f->module = mi.path;
-				f->module_off = pcs[k] - mi.start;
-			}
-			f->syms = &syms[(size_t)k * MAX_INLINE];
-			f->nsym = o->no_symbols || !w.space
-					  ? 0
-					  : bk_space_symbolize(w.space, lookup, &syms[(size_t)k * MAX_INLINE],
-							       MAX_INLINE);
-			if (f->nsym < 0)
-				f->nsym = 0;
-		}
-		const struct prof_attr *attr = rec.attr >= 0 ? prof_attr_at(r, (size_t)rec.attr) : NULL;
-		struct fr_stack st = {
-			.pid = rec.pid, .tid = rec.tid, .name = w.comm, .time = rec.time,
-			.cpu = rec.cpu, .period = rec.sample.period,
-			.event = attr && attr->name ? attr->name : "cpu-clock",
-			.f = frames, .n = nf, .began = true, .error = w.ended,
-		};
-		o->pr->stack(&st, shown++);
 	}
+	if (!err)
+		err = report_round(&rs, q, true);
 	o->pr->end();
 	out_flush();
-	if (rc < 0) {
-		cli_error(path, "%s at byte %llu", bk_strerror(rc),
+	if (err) {
+		cli_error(path, "%s", bk_strerror(err));
+		status = 1;
+	} else if (rc < 0) {
+		cli_error(path, "%s after %llu records", bk_strerror(rc),
 			  (unsigned long long)prof_stats(r)->records);
 		status = 1;
 	}
@@ -211,8 +255,9 @@ static int report(struct prof_reader *r, const char *path, const struct report_o
 		"%llu lost (perf)\n",
 		(unsigned long long)st->samples, (unsigned long long)st->complete,
 		(unsigned long long)st->truncated, (unsigned long long)st->no_regs,
-		(unsigned long long)st->no_stack, (unsigned long long)skipped,
+		(unsigned long long)st->no_stack, (unsigned long long)rs.skipped,
 		(unsigned long long)lost);
+	prof_queue_free(q);
 	prof_stacks_free(ps);
 	for (size_t i = 0; i < nksyms; i++)
 		free(ksyms[i].name);

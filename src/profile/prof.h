@@ -301,7 +301,9 @@ BK_HIDDEN int prof_open_fd_opts(int fd, bool seekable, size_t max_read,
  * across FINISHED_ROUND). */
 BK_HIDDEN int prof_next(struct prof_reader *r, struct prof_record *rec);
 
-/* Facts from the header (pipe mode: so far). */
+/* Facts from the header (pipe mode: so far). A prof_attr pointer stays
+ * valid until the next prof_next (a HEADER_ATTR record may move the
+ * array); its name and ids, and the build-ids, until prof_close. */
 BK_HIDDEN bool prof_is_pipe(const struct prof_reader *r);
 /* HEADER_ARCH ("x86_64", "aarch64"), else a guess from the events' user
  * register masks, else BK_ARCH_UNKNOWN. */

@@ -492,10 +492,7 @@ static int user_record(struct prof_reader *r, const uint8_t *p, size_t len,
 	case PROF_RECORD_HEADER_BUILD_ID:
 		if ((err = prof_parse_build_id(p, len, &rec->build_id)))
 			return err;
-		rec->kind = PROF_BUILD_ID;
-		rec->pid = rec->build_id.pid;
-		rec->have = PROF_SAMPLE_TID;
-		rec->tid = -1;
+		rec->kind = PROF_BUILD_ID; /* its pid is build_id.pid; no tid */
 		return 1;
 	case PROF_RECORD_FINISHED_ROUND:
 		rec->kind = PROF_FINISHED_ROUND;

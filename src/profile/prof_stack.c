@@ -321,3 +321,104 @@ int prof_stacks_walk(struct prof_stacks *p, const struct prof_record *rec, uint6
 	pr->mem.bytes = NULL; /* the record's bytes go with the next record */
 	return n;
 }
+
+/* ---- Time order ------------------------------------------------------------
+ *
+ * perf writes each CPU's records in time order but a round's CPUs one after
+ * another: a sample may come before, in the file, the MMAP it needs. perf
+ * documents the rule its own readers follow: at a FINISHED_ROUND record,
+ * every record no later than the newest of the round before is final. The
+ * queue keeps records as bytes (the reader's pointers die with the next
+ * record) and releases them in time order, file order among equals. */
+
+struct qent {
+	uint64_t time, seq;
+	uint8_t *bytes;
+	uint16_t size;
+};
+
+struct prof_queue {
+	struct qent *e;
+	size_t n, cap, ready;
+	uint64_t seq, round_max, prev_round_max;
+};
+
+int prof_queue_new(struct prof_queue **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : BK_E_NOMEM;
+}
+
+void prof_queue_free(struct prof_queue *q)
+{
+	if (!q)
+		return;
+	for (size_t i = 0; i < q->n; i++)
+		free(q->e[i].bytes);
+	free(q->e);
+	free(q);
+}
+
+int prof_queue_push(struct prof_queue *q, const struct prof_record *rec)
+{
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 1024;
+		struct qent *n = realloc(q->e, cap * sizeof(*n));
+		if (!n)
+			return BK_E_NOMEM;
+		q->e = n;
+		q->cap = cap;
+	}
+	uint8_t *b = malloc(rec->size);
+	if (!b)
+		return BK_E_NOMEM;
+	memcpy(b, rec->raw, rec->size);
+	uint64_t t = (rec->have & PROF_SAMPLE_TIME) ? rec->time : 0;
+	q->e[q->n++] = (struct qent){ t, q->seq++, b, rec->size };
+	if (t > q->round_max)
+		q->round_max = t;
+	return 0;
+}
+
+static int qent_cmp(const void *a, const void *b)
+{
+	const struct qent *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+size_t prof_queue_round(struct prof_queue *q, bool end)
+{
+	qsort(q->e, q->n, sizeof(*q->e), qent_cmp);
+	size_t k = 0;
+	while (k < q->n && (end || q->e[k].time <= q->prev_round_max))
+		k++;
+	q->prev_round_max = q->round_max;
+	q->ready = k;
+	return k;
+}
+
+int prof_queue_get(struct prof_queue *q, struct prof_reader *r, size_t i,
+		   struct prof_record *rec)
+{
+	if (i >= q->ready)
+		return BK_E_INVAL;
+	const uint8_t *p = q->e[i].bytes;
+	memset(rec, 0, sizeof(*rec));
+	rec->type = (uint32_t)base_rd_le(p, 4);
+	rec->misc = (uint16_t)base_rd_le(p + 4, 2);
+	rec->size = q->e[i].size;
+	rec->raw = p;
+	rec->attr = -1;
+	return prof_decode(r, p, rec->size, rec);
+}
+
+void prof_queue_drop_ready(struct prof_queue *q)
+{
+	for (size_t i = 0; i < q->ready; i++)
+		free(q->e[i].bytes);
+	memmove(q->e, q->e + q->ready, (q->n - q->ready) * sizeof(*q->e));
+	q->n -= q->ready;
+	q->ready = 0;
+}

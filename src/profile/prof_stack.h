@@ -42,4 +42,18 @@ int prof_stacks_walk(struct prof_stacks *p, const struct prof_record *rec, uint6
 		     uint8_t *interrupted, int max, struct prof_walk *w);
 const struct prof_stack_stats *prof_stacks_stats(const struct prof_stacks *p);
 
+
+/* Records in time order (prof_stack.c, "Time order"): push every record
+ * that matters (samples, MMAP, COMM, FORK, EXIT); at each FINISHED_ROUND
+ * (END false) or at the end (END true) prof_queue_round says how many are
+ * final, prof_queue_get decodes the I-th of them (its pointers valid until
+ * the next call), prof_queue_drop_ready forgets them. */
+struct prof_queue;
+int prof_queue_new(struct prof_queue **out);
+void prof_queue_free(struct prof_queue *q);
+int prof_queue_push(struct prof_queue *q, const struct prof_record *rec);
+size_t prof_queue_round(struct prof_queue *q, bool end);
+int prof_queue_get(struct prof_queue *q, struct prof_reader *r, size_t i,
+		   struct prof_record *rec);
+void prof_queue_drop_ready(struct prof_queue *q);
 #endif

@@ -35,6 +35,7 @@ import collections
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -68,7 +69,10 @@ def check(cond, what, detail=''):
 
 
 def run(cmd, **kw):
-    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    except FileNotFoundError:
+        fail_now(f'{cmd[0]}: not found (perf comes with linux-perf: scripts/setup.sh)')
     if p.returncode != 0:
         fail_now(f'{shlex.join(cmd)} exited {p.returncode}: {p.stderr.strip()[-2000:]}')
     return p.stdout
@@ -80,7 +84,13 @@ REFUSED = re.compile(r'perf_event_open|[Pp]ermission|paranoid|Access to performa
 
 def perf_record(args, out):
     cmd = [PERF, 'record'] + args + ['-o', out, '--', PROGRAM, ROUNDS]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    for old in (out, out + '.old'):
+        if os.path.exists(old):
+            os.remove(old)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+    except FileNotFoundError:
+        fail_now(f'{PERF}: not found (perf comes with linux-perf: scripts/setup.sh)')
     if p.returncode != 0 or not os.path.exists(out) or os.path.getsize(out) == 0:
         err = p.stderr.strip()[-2000:]
         if REFUSED.search(err):
@@ -89,6 +99,8 @@ def perf_record(args, out):
 
 
 def perf_record_pipe(args, saved, dump_out):
+    if not shutil.which(PERF):
+        fail_now(f'{PERF}: not found (perf comes with linux-perf: scripts/setup.sh)')
     rec = shlex.join([PERF, 'record'] + args + ['-o', '-', '--', PROGRAM, ROUNDS])
     script = (f'set -o pipefail; {rec} 2>{shlex.quote(saved + ".err")} | tee '
               f'{shlex.quote(saved)} | {shlex.quote(DUMP)} - >{shlex.quote(dump_out)}')

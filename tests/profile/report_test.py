@@ -34,13 +34,46 @@ def expected_difference(ours, theirs):
     - ld.so's _start is an untyped label of size 0 (readelf -s of its debug
       file: "NOTYPE LOCAL ... _start", size 0); backstep's symbol reader
       skips such labels, perf names the addresses after it by it;
-    - PLT stubs: perf makes up "NAME@plt" symbols from the PLT relocations
-      (an empty NAME for libc's own IRELATIVE slots: "@plt+0xb"); backstep's
-      symbol layer names no PLT entry."""
-    (o, od), (t, td) = ours, theirs
+    - PLT stubs (the address in a .plt* section): perf makes up "NAME@plt"
+      symbols from the PLT relocations (an empty NAME for libc's own
+      IRELATIVE slots: "@plt+0xb") or names them after the symbol before
+      the section (_init+0x26); backstep's symbol layer names no PLT
+      entry."""
+    (o, od, opc), (t, td, _) = ours, theirs
     if o == "[unknown]":
-        return (t.startswith("_start+") and "ld-linux" in td) or "@plt+" in t
+        return (t.startswith("_start+") and "ld-linux" in td) or in_plt(od, opc)
     return aliases(o, t, od)
+
+
+def unnamed_inline(theirs, ours, i):
+    """perf could not name a call inlined at this PC (a template
+    instantiated for a lambda: backstep's DWARF name is e.g.
+    "function<main()::<lambda(int)> >") and printed the function containing
+    it twice instead: its entry I repeats entry I + 1 at the same PC, where
+    backstep's entry I is the inlined call at that PC."""
+    return (i + 1 < len(theirs) and theirs[i][0] == theirs[i + 1][0] and
+            theirs[i][2] == theirs[i + 1][2] and ours[i][1] == "inlined" and
+            ours[i + 1][0] == theirs[i + 1][0])
+
+
+PLT_CACHE = {}
+
+
+def in_plt(dso, module_offset):
+    """MODULE_OFFSET (from backstep's JSON) lies in a .plt* section of DSO
+    (readelf -SW); perf names such addresses NAME@plt or after the symbol
+    before them (_init+0x26)."""
+    if module_offset is None or not dso.startswith("/"):
+        return False
+    if dso not in PLT_CACHE:
+        r = run(["readelf", "-SW", dso])
+        ranges = []
+        for line in r.stdout.decode(errors="replace").splitlines():
+            f = line.replace("[ ", "[").split()
+            if len(f) > 5 and f[1].startswith(".plt"):
+                ranges.append((int(f[3], 16), int(f[3], 16) + int(f[5], 16)))
+        PLT_CACHE[dso] = ranges
+    return any(a <= module_offset < b for a, b in PLT_CACHE[dso])
 
 
 ALIAS_CACHE = {}
@@ -88,7 +121,7 @@ def parse_script(text):
             if len(f) < 2:
                 continue
             sym, _, dso = f[1].rpartition(" (")
-            cur.append((sym, dso.rstrip(")")))
+            cur.append((sym, dso.rstrip(")"), int(f[0], 16)))
         elif line.strip():
             if head is not None:
                 out.append((head, cur))
@@ -111,7 +144,7 @@ def key(head):
 
 
 def user_frames(frames):
-    return [(s, d) for s, d in frames if "kernel" not in d]
+    return [(s, d, pc) for s, d, pc in frames if "kernel" not in d]
 
 
 def check_program(perf, backstep, workdir, prog):
@@ -129,6 +162,14 @@ def check_program(perf, backstep, workdir, prog):
     if bs.returncode:
         fail("%s: backstep report failed (%d): %s" % (name, bs.returncode, bs.stderr.decode()))
     ours = parse_script(bs.stdout.decode(errors="replace"))
+    js = run([backstep, "report", "--format", "json", data])
+    lines = [json.loads(l) for l in js.stdout.decode().splitlines() if l]
+    offsets = {}  # (tid, time) -> {pc: module offset}
+    for l in lines:
+        k = (str(l["tid"]), "%d.%06d" % (l["time"] // 10**9, l["time"] % 10**9 // 1000))
+        offsets.setdefault(k, []).append(
+            {int(f["pc"], 16): int(f["module_offset"], 16) for f in l["frames"]
+             if "module_offset" in f})
     if not theirs:
         fail("%s: no samples recorded" % name)
     if len(ours) != len(theirs):
@@ -142,15 +183,18 @@ def check_program(perf, backstep, workdir, prog):
         if not mine:
             fail("%s: perf's sample %s is not in backstep's output" % (name, head))
         ours_f = mine.pop(0)
-        t, o = user_frames(frames), user_frames(ours_f)
+        offs = (offsets.get(key(head)) or [{}]).pop(0)
+        t = user_frames(frames)
+        o = [(s_, d_, offs.get(pc)) for s_, d_, pc in user_frames(ours_f)]
         if not t or t[-1][0].split("+")[0] not in OUTERMOST:
             continue  # perf's own unwind stopped early: nothing to hold it to
         compared += 1
-        if [x for x, _ in t] == [x for x, _ in o]:
+        if [x[0] for x in t] == [x[0] for x in o]:
             equal += 1
             continue
         # Differences must all be expected kinds, at the same positions.
-        if len(t) == len(o) and all(a[0] == b[0] or expected_difference(b, a) for a, b in zip(t, o)):
+        if len(t) == len(o) and all(a[0] == b[0] or expected_difference(b, a) or
+                                    unnamed_inline(t, o, i) for i, (a, b) in enumerate(zip(t, o))):
             expected += 1
             continue
         fail("%s: sample %s differs from perf script:\n  perf:     %s\n  backstep: %s"
@@ -159,8 +203,6 @@ def check_program(perf, backstep, workdir, prog):
     total = sum(int(l.rsplit(" ", 1)[1]) for l in fo.stdout.decode().splitlines() if l)
     if fo.returncode or total != len(theirs):
         fail("%s: folded counts add up to %d, %d samples" % (name, total, len(theirs)))
-    js = run([backstep, "report", "--format", "json", data])
-    lines = [json.loads(l) for l in js.stdout.decode().splitlines() if l]
     if js.returncode or len(lines) != len(theirs) or not all("frames" in l for l in lines):
         fail("%s: %d JSON lines for %d samples" % (name, len(lines), len(theirs)))
     if compared == 0:

@@ -1721,6 +1721,34 @@ static void test_ways(void)
 		if (!err)
 			prof_close(rd);
 	}
+	/* More events than PROF_MAX_ATTRS: in a file's attrs section, in a stream. */
+	{
+		struct bb h = { 0 };
+		bb_bytes(&h, "PERFILE2", 8);
+		bb_u64(&h, 104);
+		bb_u64(&h, 144);
+		bb_u64(&h, 104);
+		bb_u64(&h, 144ull * (PROF_MAX_ATTRS + 1));
+		bb_u64(&h, 104); /* data: empty, in the file */
+		bb_zeros(&h, 104 - h.len);
+		CHECK_INT(prof_open_memory(h.p, h.len, &rd), BK_E_LIMIT, "too many attrs (file)");
+		bb_free(&h);
+		struct attr_spec one = { .type = 1, .period = 1 };
+		struct attr_spec *many = calloc(PROF_MAX_ATTRS + 1, sizeof(*many));
+		for (unsigned i = 0; many && i <= PROF_MAX_ATTRS; i++)
+			many[i] = one;
+		if (many) {
+			build_pipe(&h, many, PROF_MAX_ATTRS + 1, NULL, NULL);
+			CHECK_INT(prof_open_memory(h.p, h.len, &rd), BK_E_LIMIT, "too many attrs (pipe)");
+			h.len = 0;
+			build_pipe(&h, many, PROF_MAX_ATTRS, NULL, NULL);
+			CHECK_INT(prof_open_memory(h.p, h.len, &rd), 0, "PROF_MAX_ATTRS attrs (pipe)");
+			if (rd)
+				prof_close(rd);
+			free(many);
+		}
+		bb_free(&h);
+	}
 	CHECK_INT(prof_open_file("/nonexistent/perf.data", &rd), BK_E_IO, "missing file");
 	CHECK_INT(prof_open_file("/", &rd), BK_E_IO, "a directory");
 	CHECK_INT(prof_open_memory(NULL, 0, &rd), BK_E_CORRUPT, "empty");
