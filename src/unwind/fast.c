@@ -16,16 +16,24 @@
  * *(FP + N), the caller's FP at FP + N) and the frame-pointer chain where
  * no CFI covers the code. A frame whose rule needs any other register (a
  * CFA on rbx, a return address in a register, an arbitrary expression)
- * has no fast form: the walk returns -1 and its caller walks again with
- * the cursor, which tracks every register; the walk never guesses.
+ * has no fast form: where all its registers are known (the first frame,
+ * the frame a signal interrupted) one cursor step makes its caller and the
+ * walk goes on; elsewhere the walk returns -1 and its caller walks again
+ * with the cursor, which tracks every register. The walk never guesses.
+ *
+ * Two things keep the table off the per-frame critical path: a memo per
+ * thread indexed by the frame's SP (known before its PC is loaded), and a
+ * stack window (this thread's stack, a snapshot's copy, the validator's
+ * copy) inside which ordinary frames are read with plain loads; the hot
+ * loop takes only those, everything else goes through one general step.
  *
  * Invariants, the cursor's own: the CFA grows from frame to frame except
  * from a signal frame to the frame it interrupted (which is looked up at
  * its PC, not PC - 1); at most BK_MAX_FRAMES frames; every read may fail.
- * Reads inside the calling thread's stack (a local space) are plain loads,
- * bounds-checked; all others go through the space's read_mem. AS-safe: no
- * allocation, locks or errno; the table is filled with compare-and-swap
- * and a writer that loses a race simply does not cache.
+ * Reads inside the window are plain loads, bounds-checked; all others go
+ * through the space's read_mem. AS-safe: no allocation, locks or errno;
+ * the table is filled with compare-and-swap and a writer that loses a race
+ * simply does not cache.
  */
 #include "unwind.h"
 

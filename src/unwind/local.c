@@ -3,10 +3,13 @@
  *
  * Everything on the walk is async-signal-safe: modules come from
  * _dl_find_object and are described by their in-memory .eh_frame_hdr
- * (validated once, kept in a fixed array of slots filled lock-free), rows
- * are cached per PC tagged with the module's identity, memory is read
- * through src/target/local.c. The default space bk_backtrace uses lives in
- * static storage, so even the first call allocates nothing.
+ * (its header checked once, each entry when a lookup visits it; kept in a
+ * fixed array of slots filled lock-free, a slot's index naming the module
+ * in the PC-only walk's rule table), the cursor's rows are cached per PC
+ * tagged with the module's identity, memory is read through
+ * src/target/local.c. bk_backtrace runs the PC-only walk (fast.c) and
+ * walks again with the cursor only where it hands over. The default
+ * space lives in static storage, so even the first call allocates nothing.
  *
  * A module whose .eh_frame_hdr is missing or unusable (a static program,
  * --no-eh-frame-hdr) has its .eh_frame found from its file and indexed
