@@ -542,3 +542,240 @@ static void jsonl_end(void)
 }
 
 const struct fr_printer fr_jsonl = { "jsonl", jsonl_begin, jsonl_stack, jsonl_end };
+
+/* ---- speedscope: speedscope's JSON file format ---------------------------
+ *
+ *   {"$schema": ".../file-format-schema.json", "shared": {"frames":
+ *    [{"name", "file", "line"}...]}, "profiles": [{"type": "sampled",
+ *    "name": "COMM PID/TID", "unit": "nanoseconds", "startValue": 0,
+ *    "endValue": TOTAL, "samples": [[frame indices, root first]...],
+ *    "weights": [PERIOD...]}...], "exporter": "backstep"}
+ * a sampled profile per thread; a frame per distinct function, file and
+ * line. The format lists every sample: memory grows with them. */
+
+struct ss_frame {
+	char *name, *file;
+	unsigned line;
+	uint64_t hash;
+};
+struct ss_profile {
+	int pid, tid;
+	char *name;
+	uint32_t *idx;          /* all samples' frame indices, root first */
+	size_t nidx, capidx;
+	size_t *start;          /* where each sample's indices begin */
+	uint64_t *weight;
+	size_t n, cap, capw;
+	uint64_t total;
+};
+static struct ss_frame *ss_frames;
+static size_t ss_nframes, ss_capframes;
+static uint32_t *ss_table;      /* hash -> frame index + 1, open addressing */
+static size_t ss_tabcap;
+static struct ss_profile *ss_profiles;
+static size_t ss_nprofiles, ss_capprofiles;
+static bool ss_failed;
+
+static void *ss_grow(void *p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return p;
+	size_t n = *cap ? *cap * 2 : 64;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(p, n * size);
+	if (!q) {
+		ss_failed = true;
+		return NULL;
+	}
+	*cap = n;
+	return q;
+}
+
+static char *ss_dup(const char *s, size_t n)
+{
+	char *d = malloc(n + 1);
+	if (!d) {
+		ss_failed = true;
+		return NULL;
+	}
+	memcpy(d, s, n);
+	d[n] = 0;
+	return d;
+}
+
+/* The index of the frame NAME (LEN bytes), FILE, LINE, added if new. */
+static long ss_frame(const char *name, size_t len, const char *file, unsigned line)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)name[i]) * 1099511628211ull;
+	for (const char *p = file ? file : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	h ^= line * 0x9e3779b97f4a7c15ull;
+	if ((ss_nframes + 1) * 2 > ss_tabcap) {
+		size_t cap = ss_tabcap ? ss_tabcap * 2 : 1024;
+		uint32_t *t = calloc(cap, sizeof(*t));
+		if (!t) {
+			ss_failed = true;
+			return -1;
+		}
+		for (size_t i = 0; i < ss_nframes; i++) {
+			size_t j = ss_frames[i].hash & (cap - 1);
+			while (t[j])
+				j = (j + 1) & (cap - 1);
+			t[j] = (uint32_t)i + 1;
+		}
+		free(ss_table);
+		ss_table = t;
+		ss_tabcap = cap;
+	}
+	size_t j = h & (ss_tabcap - 1);
+	for (; ss_table[j]; j = (j + 1) & (ss_tabcap - 1)) {
+		const struct ss_frame *f = &ss_frames[ss_table[j] - 1];
+		if (f->hash == h && f->line == line && !strncmp(f->name, name, len) &&
+		    !f->name[len] && !strcmp(f->file ? f->file : "", file ? file : ""))
+			return ss_table[j] - 1;
+	}
+	struct ss_frame *nf = ss_grow(ss_frames, &ss_capframes, ss_nframes + 1, sizeof(*ss_frames));
+	if (!nf)
+		return -1;
+	ss_frames = nf;
+	struct ss_frame *f = &ss_frames[ss_nframes];
+	*f = (struct ss_frame){ ss_dup(name, len), file ? ss_dup(file, strlen(file)) : NULL, line, h };
+	if (!f->name)
+		return -1;
+	ss_table[j] = (uint32_t)++ss_nframes;
+	return (long)ss_nframes - 1;
+}
+
+static struct ss_profile *ss_profile(const struct fr_stack *s)
+{
+	for (size_t i = 0; i < ss_nprofiles; i++)
+		if (ss_profiles[i].pid == s->pid && ss_profiles[i].tid == s->tid)
+			return &ss_profiles[i];
+	struct ss_profile *np = ss_grow(ss_profiles, &ss_capprofiles, ss_nprofiles + 1,
+					sizeof(*ss_profiles));
+	if (!np)
+		return NULL;
+	ss_profiles = np;
+	struct ss_profile *p = &ss_profiles[ss_nprofiles++];
+	memset(p, 0, sizeof(*p));
+	p->pid = s->pid;
+	p->tid = s->tid;
+	char name[96];
+	snprintf(name, sizeof(name), "%s %d/%d", s->name && s->name[0] ? s->name : "?", s->pid,
+		 s->tid);
+	p->name = ss_dup(name, strlen(name));
+	return p;
+}
+
+static void ss_begin(void)
+{
+}
+
+static void ss_stack(const struct fr_stack *s, size_t index)
+{
+	(void)index;
+	struct ss_profile *p = ss_profile(s);
+	if (!p)
+		return;
+	uint32_t *idx;
+	size_t *start;
+	uint64_t *weight;
+	if (!(start = ss_grow(p->start, &p->cap, p->n + 1, sizeof(*start))))
+		return;
+	p->start = start;
+	if (!(weight = ss_grow(p->weight, &p->capw, p->n + 1, sizeof(*weight))))
+		return;
+	p->weight = weight;
+	p->start[p->n] = p->nidx;
+	for (size_t k = s->n; k-- > 0;) { /* root first */
+		const struct fr_frame *f = &s->f[k];
+		int last = f->nsym > 0 ? f->nsym - 1 : 0;
+		for (int i = last; i >= first_sym(f); i--) {
+			const struct bk_symbol *sym = f->nsym > 0 ? &f->syms[i] : NULL;
+			char unknown[64];
+			const char *name = sym && sym->function ? sym->function : unknown;
+			if (!(sym && sym->function))
+				snprintf(unknown, sizeof(unknown), "[%s+0x%llx]",
+					 f->module ? base_name(f->module) : "unknown",
+					 (unsigned long long)f->module_off);
+			long fi = ss_frame(name, strlen(name), sym ? sym->file : NULL,
+					   sym ? sym->line : 0);
+			if (fi < 0 || !(idx = ss_grow(p->idx, &p->capidx, p->nidx + 1, sizeof(*idx))))
+				return;
+			p->idx = idx;
+			p->idx[p->nidx++] = (uint32_t)fi;
+		}
+	}
+	p->weight[p->n++] = s->period ? s->period : 1;
+	p->total += s->period ? s->period : 1;
+}
+
+static void ss_end(void)
+{
+	out_s("{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\",\n"
+	      " \"exporter\": \"backstep\", \"activeProfileIndex\": 0,\n \"shared\": {\"frames\": [");
+	for (size_t i = 0; i < ss_nframes; i++) {
+		const struct ss_frame *f = &ss_frames[i];
+		out_s(i ? ",\n  {\"name\": " : "\n  {\"name\": ");
+		fr_json_str(f->name);
+		if (f->file) {
+			out_s(", \"file\": ");
+			fr_json_str(f->file);
+			if (f->line) {
+				out_s(", \"line\": ");
+				out_u64(f->line);
+			}
+		}
+		out_c('}');
+	}
+	out_s("]},\n \"profiles\": [");
+	for (size_t i = 0; i < ss_nprofiles; i++) {
+		const struct ss_profile *p = &ss_profiles[i];
+		out_s(i ? ",\n  {\"type\": \"sampled\", \"name\": " : "\n  {\"type\": \"sampled\", \"name\": ");
+		fr_json_str(p->name ? p->name : "?");
+		out_s(", \"unit\": \"nanoseconds\", \"startValue\": 0, \"endValue\": ");
+		out_u64(p->total);
+		out_s(",\n   \"samples\": [");
+		for (size_t k = 0; k < p->n; k++) {
+			size_t end = k + 1 < p->n ? p->start[k + 1] : p->nidx;
+			out_s(k ? ", [" : "[");
+			for (size_t j = p->start[k]; j < end; j++) {
+				if (j > p->start[k])
+					out_c(',');
+				out_u64(p->idx[j]);
+			}
+			out_c(']');
+		}
+		out_s("],\n   \"weights\": [");
+		for (size_t k = 0; k < p->n; k++) {
+			if (k)
+				out_c(',');
+			out_u64(p->weight[k]);
+		}
+		out_s("]}");
+		free(p->name);
+		free(p->idx);
+		free(p->start);
+		free(p->weight);
+	}
+	out_s("]}\n");
+	for (size_t i = 0; i < ss_nframes; i++) {
+		free(ss_frames[i].name);
+		free(ss_frames[i].file);
+	}
+	free(ss_frames);
+	free(ss_table);
+	free(ss_profiles);
+	ss_frames = NULL;
+	ss_table = NULL;
+	ss_profiles = NULL;
+	ss_nframes = ss_capframes = ss_tabcap = ss_nprofiles = ss_capprofiles = 0;
+	if (ss_failed)
+		fprintf(stderr, "backstep: out of memory: the speedscope file lacks samples\n");
+	ss_failed = false;
+}
+
+const struct fr_printer fr_speedscope = { "speedscope", ss_begin, ss_stack, ss_end };

@@ -53,6 +53,9 @@ struct fr_printer {
  * first, and its count: flamegraph.pl's input) and "jsonl" (one sample per
  * line, the frame objects of "json"). */
 extern const struct fr_printer fr_text, fr_json, fr_perf_script, fr_folded, fr_jsonl;
+/* "speedscope": speedscope's JSON file format, a sampled profile per
+ * thread (https://www.speedscope.app/file-format-schema.json). */
+extern const struct fr_printer fr_speedscope;
 /* The sample printers' options: inlined calls as frames of their own. */
 void fr_set_inline(bool on);
 /* Architecture of the registers printed under frames by fr_text. */

@@ -27,7 +27,7 @@
 #define PERF_CONTEXT_MAX ((uint64_t)-4095)
 
 static const char usage[] =
-	"backstep report [--format perf-script|folded|json] [-o FILE] [--pid PID] [--tid TID]\n"
+	"backstep report [--format perf-script|folded|json|speedscope] [-o FILE] [--pid PID] [--tid TID]\n"
 	"                [--comm NAME] [--no-inline] [-n] [--kernel|--no-kernel] FILE|-";
 
 struct report_opts {
@@ -297,8 +297,11 @@ int cmd_report(int argc, char **argv)
 				o.pr = &fr_folded;
 			else if (!strcmp(optarg, "json"))
 				o.pr = &fr_jsonl;
+			else if (!strcmp(optarg, "speedscope"))
+				o.pr = &fr_speedscope;
 			else {
-				cli_error("--format", "'%s' is not perf-script, folded or json", optarg);
+				cli_error("--format", "'%s' is not perf-script, folded, json or speedscope",
+					  optarg);
 				return 2;
 			}
 			break;
