@@ -2,20 +2,21 @@
  * each sample's user stack walked in its process's space.
  *
  * A process is a space whose modules are the files its MMAP records named
- * (added in record order, so a sample sees the map as it was then: perf
- * writes records in time order within each round) and whose memory is the
- * stack copy of the sample being walked (its window: the fast walk reads
- * it with plain loads). The space lives as long as the process: its
- * files, rule table, memo and symbols serve every sample of it. FORK gives
- * the child the parent's modules; exec (COMM with PERF_RECORD_MISC_COMM_EXEC)
- * and EXIT of the leader drop them.
+ * (applied in time order, see "Time order" below, so a sample sees the
+ * map as it was then) and whose memory is the stack copy of the sample
+ * being walked, handed to the PC-only walk as its window (read with plain
+ * loads). The space lives as long as the process: its files, rule table,
+ * memo and symbols serve every sample of it. FORK gives the child the
+ * parent's modules; exec (COMM with PERF_RECORD_MISC_COMM_EXEC) and EXIT
+ * of the leader drop them.
  *
  * A sample is walked by the PC-only walk from its user registers, at the
  * interrupted PC; where it hands over, by the cursor, which also says why
  * a walk stopped early (the stack copy ended: BK_E_MEMORY; no module or
  * CFI: BK_E_NO_UNWIND; ...).
  *
- * Trusts its caller for: records in file order, from one reader.
+ * Trusts its caller for: records in time order (the queue below), from one
+ * reader.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,15 +39,6 @@ static int sample_read(void *ctx, uint64_t addr, void *dst, size_t len)
 		return BK_E_MEMORY;
 	memcpy(dst, m->bytes + off, len);
 	return 0;
-}
-
-static bool sample_window(void *ctx, uint64_t addr, struct uw_window *out)
-{
-	const struct sample_mem *m = ctx;
-	if (!m->bytes || addr - m->addr >= m->len)
-		return false;
-	*out = (struct uw_window){ m->addr, m->len, m->bytes };
-	return true;
 }
 
 /* A module as an MMAP record gave it, kept to hand to a forked child. */
@@ -150,7 +142,6 @@ static struct proc *proc_get(struct prof_stacks *p, int32_t pid)
 		free(pr);
 		return NULL;
 	}
-	pr->space->window = sample_window;
 	size_t at = proc_index(p, pid);
 	memmove(&p->procs[at + 1], &p->procs[at], (p->nprocs - at) * sizeof(*p->procs));
 	p->procs[at] = pr;

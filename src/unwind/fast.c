@@ -671,11 +671,9 @@ __attribute__((noinline)) static void **walk_slow(struct walk_ctx *w, struct wal
 __attribute__((noinline)) static uint64_t walk_miss(struct walk_ctx *w, _Atomic uint64_t *me,
 						    uint64_t key, uint64_t pc, uint64_t lookup)
 {
-	uint64_t e = ft_find(w->s->ftab, key);
-	if (!e) {
-		const struct walk_mod *wm = walk_module(w->s, &w->mods, lookup);
-		e = key << UW_FT_RULE_BITS | walk_rule(w->s, wm, pc, lookup);
-	}
+	/* walk_rule probes every way of the table, then decides. */
+	const struct walk_mod *wm = walk_module(w->s, &w->mods, lookup);
+	uint64_t e = key << UW_FT_RULE_BITS | walk_rule(w->s, wm, pc, lookup);
 	if (key >> 32 != NOKEY >> 32)
 		atomic_store_explicit(me, e, memory_order_relaxed);
 	return e;

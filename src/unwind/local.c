@@ -238,25 +238,25 @@ __asm__(".text\n"
 void uw_capture_regs(uint64_t *out);
 #endif
 
-/* Start C from a capture made by uw_capture_regs: the state of the function
- * that called it, at the return point. Only what the capture can vouch for
- * is valid: the callee-saved registers, rsp and rip. */
-static int init_here(struct uw_cursor *c, struct bk_space *s, const uint64_t *regs)
+/* What a capture made by uw_capture_regs vouches for (the state of the
+ * function that called it, at the return point): the callee-saved
+ * registers rbx, rbp, r12-r15, and rsp and rip. */
+static void capture_regs(const uint64_t *regs, struct bk_regs *out)
 {
-	const struct arch_info *a = s->arch;
-	memset(c, 0, sizeof(*c));
-	c->space = s;
-	/* rbx, rbp, rsp, r12-r15 and rip. */
 	static const unsigned keep[] = { 3, 6, 7, 12, 13, 14, 15, 16 };
-	for (size_t i = 0; i < BK_ARRAY_LEN(keep); i++) {
-		unsigned slot = arch_slot(a, keep[i]);
-		c->regs[slot] = regs[keep[i]];
-		c->valid |= (uint64_t)1 << slot;
-	}
-	c->how = BK_HOW_INITIAL;
-	c->at_pc = 0; /* the PC is a return address */
+	memset(out->valid, 0, sizeof(out->valid));
+	for (size_t i = 0; i < BK_ARRAY_LEN(keep); i++)
+		bk_regs_set(out, keep[i], regs[keep[i]]);
+}
+
+/* Start C from a capture: its PC is a return address. */
+static void init_here(struct uw_cursor *c, struct bk_space *s, const uint64_t *regs)
+{
+	struct bk_regs r;
+	capture_regs(regs, &r);
+	bk_cursor_init((struct bk_cursor *)(void *)c, s, &r); /* PC and SP are there */
+	c->at_pc = 0;
 	tgt_local_note_stack(regs[7]);
-	return 0;
 }
 
 __attribute__((noinline)) int bk_cursor_init_local(struct bk_cursor *bc, struct bk_space *s)
@@ -323,12 +323,8 @@ static int backtrace_from(const uint64_t *regs, void **pcs, int max, bool fast)
 		return 0;
 	tgt_local_note_stack(regs[7]);
 	if (fast) {
-		/* What the capture vouches for: rbx, rbp, rsp, r12-r15, rip. */
 		struct bk_regs r;
-		memset(r.valid, 0, sizeof(r.valid));
-		static const unsigned keep[] = { 3, 6, 7, 12, 13, 14, 15, 16 };
-		for (size_t i = 0; i < BK_ARRAY_LEN(keep); i++)
-			bk_regs_set(&r, keep[i], regs[keep[i]]);
+		capture_regs(regs, &r);
 		int n = uw_walk_pcs(&default_space, &r, false, pcs, max);
 		if (n >= 0)
 			return n;
