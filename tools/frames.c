@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fold.h"
 #include "frames.h"
 #include "out.h"
 
@@ -298,6 +299,60 @@ static void out_name(const char *name)
 	out_mem(name, name_len(name));
 }
 
+/* Text a printer made for a frame key (fr_frame.key), printed again for
+ * every later frame of the key. */
+struct memo {
+	struct memo_text {
+		char *text;
+		size_t len;
+	} *at;
+	size_t cap;
+};
+
+static void memo_free(struct memo *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->at[i].text);
+	free(m->at);
+	*m = (struct memo){ 0 };
+}
+
+/* Print frame F with PRINT, or the text kept for its key. */
+static void memo_print(struct memo *m, const struct fr_frame *f,
+		       void (*print)(const struct fr_frame *f))
+{
+	if (f->key < m->cap && m->at[f->key].text) {
+		out_mem(m->at[f->key].text, m->at[f->key].len);
+		return;
+	}
+	if (!f->key) {
+		print(f);
+		return;
+	}
+	out_capture();
+	print(f);
+	size_t len;
+	const char *text = out_captured(&len);
+	if (!text)
+		return;
+	out_mem(text, len);
+	if (f->key >= m->cap) {
+		size_t cap = m->cap ? m->cap : 1024;
+		while (cap <= f->key)
+			cap *= 2;
+		struct memo_text *n = realloc(m->at, cap * sizeof(*n));
+		if (!n)
+			return;
+		memset(n + m->cap, 0, (cap - m->cap) * sizeof(*n));
+		m->at = n;
+		m->cap = cap;
+	}
+	if ((m->at[f->key].text = malloc(len ? len : 1))) {
+		memcpy(m->at[f->key].text, text, len);
+		m->at[f->key].len = len;
+	}
+}
+
 /* ---- perf-script: what `perf script` prints ------------------------------
  *
  *   COMM PID/TID SECONDS.MICROS: PERIOD EVENT:
@@ -308,8 +363,63 @@ static void out_name(const char *name)
  * inlined calls as lines of their own, module "(inlined)"; an unknown
  * function is [unknown], an unknown module [unknown]. */
 
+static struct memo ps_memo;
+
 static void ps_begin(void)
 {
+}
+
+static int hex_digits(uint64_t v)
+{
+	int n = 1;
+	while (v >>= 4)
+		n++;
+	return n;
+}
+
+static void ps_frame(const struct fr_frame *f)
+{
+	for (int i = first_sym(f); i < (f->nsym > 0 ? f->nsym : 1); i++) {
+		const struct bk_symbol *sym = f->nsym > 0 ? &f->syms[i] : NULL;
+		bool outer = f->nsym == 0 || i == f->nsym - 1;
+		/* "\t%16llx " */
+		out_c('\t');
+		for (int w = 16 - hex_digits(f->pc); w > 0; w--)
+			out_c(' ');
+		out_x64(f->pc, 0);
+		out_c(' ');
+		if (sym && sym->function) {
+			/* perf gives an inlined call the offset of the function
+			 * that contains it. */
+			out_name(sym->function);
+			out_s("+0x");
+			out_x64(f->syms[f->nsym - 1].offset, 0);
+		} else {
+			out_s("[unknown]");
+		}
+		out_s(" (");
+		out_s(!outer ? "inlined" : f->module ? f->module : "[unknown]");
+		out_s(")\n");
+	}
+}
+
+/* N right-aligned in WIDTH columns (left-aligned when LEFT). */
+static void out_u64_width(uint64_t n, int width, bool left)
+{
+	char tmp[24];
+	int i = sizeof(tmp);
+	do {
+		tmp[--i] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n);
+	int pad = width - ((int)sizeof(tmp) - i);
+	if (!left)
+		for (; pad > 0; pad--)
+			out_c(' ');
+	out_mem(tmp + i, sizeof(tmp) - i);
+	if (left)
+		for (; pad > 0; pad--)
+			out_c(' ');
 }
 
 static void ps_stack(const struct fr_stack *s, size_t index)
@@ -317,40 +427,31 @@ static void ps_stack(const struct fr_stack *s, size_t index)
 	(void)index;
 	out_s(s->name && s->name[0] ? s->name : ":-1");
 	out_c(' ');
-	char num[128];
-	snprintf(num, sizeof(num), "%5d/%-5d %5llu.%06llu: %10llu ", s->pid, s->tid,
-		 (unsigned long long)(s->time / 1000000000u),
-		 (unsigned long long)(s->time % 1000000000u / 1000u),
-		 (unsigned long long)s->period);
-	out_s(num);
+	/* "%5d/%-5d %5llu.%06llu: %10llu " (pids are never negative here) */
+	out_u64_width((uint64_t)(s->pid > 0 ? s->pid : 0), 5, false);
+	out_c('/');
+	out_u64_width((uint64_t)(s->tid > 0 ? s->tid : 0), 5, true);
+	out_c(' ');
+	out_u64_width(s->time / 1000000000u, 5, false);
+	out_c('.');
+	char us[6];
+	uint64_t frac = s->time % 1000000000u / 1000u;
+	for (int i = 5; i >= 0; i--, frac /= 10)
+		us[i] = (char)('0' + frac % 10);
+	out_mem(us, 6);
+	out_s(": ");
+	out_u64_width(s->period, 10, false);
+	out_c(' ');
 	out_s(s->event ? s->event : "event");
 	out_s(": \n");
-	for (size_t k = 0; k < s->n; k++) {
-		const struct fr_frame *f = &s->f[k];
-		for (int i = first_sym(f); i < (f->nsym > 0 ? f->nsym : 1); i++) {
-			const struct bk_symbol *sym = f->nsym > 0 ? &f->syms[i] : NULL;
-			bool outer = f->nsym == 0 || i == f->nsym - 1;
-			snprintf(num, sizeof(num), "\t%16llx ", (unsigned long long)f->pc);
-			out_s(num);
-			if (sym && sym->function) {
-				/* perf gives an inlined call the offset of the
-				 * function that contains it. */
-				out_name(sym->function);
-				out_s("+0x");
-				out_x64(f->syms[f->nsym - 1].offset, 0);
-			} else {
-				out_s("[unknown]");
-			}
-			out_s(" (");
-			out_s(!outer ? "inlined" : f->module ? f->module : "[unknown]");
-			out_s(")\n");
-		}
-	}
+	for (size_t k = 0; k < s->n; k++)
+		memo_print(&ps_memo, &s->f[k], ps_frame);
 	out_c('\n');
 }
 
 static void ps_end(void)
 {
+	memo_free(&ps_memo);
 }
 
 const struct fr_printer fr_perf_script = { "perf-script", ps_begin, ps_stack, ps_end };
@@ -362,76 +463,113 @@ const struct fr_printer fr_perf_script = { "perf-script", ps_begin, ps_stack, ps
  * module's name in brackets ([libc.so.6]) or [unknown]. Stacks are kept in
  * a hash table: memory grows with distinct stacks, not with samples. */
 
-struct folded_entry {
-	char *key;
-	uint64_t count;
-	uint64_t hash;
-};
-static struct folded_entry *folded;
-static size_t folded_n, folded_cap;
-static char *fold_buf;
-static size_t fold_len, fold_cap;
+static struct fold *folded;
+static uint32_t *fold_ids;       /* the stack being folded */
+static size_t fold_nids, fold_capids;
+/* Per frame key: the frame's names (ids, root first) in fold_frames. */
+static struct fold_span {
+	uint32_t at, n;
+} *fold_memo;
+static size_t fold_memocap;
+static uint32_t *fold_frames;
+static size_t fold_nframes, fold_capframes;
 
-static void fold_add(const char *s, size_t n)
+static bool fold_push(uint32_t id)
 {
-	if (fold_len + n + 1 > fold_cap) {
-		size_t cap = fold_cap ? fold_cap * 2 : 4096;
-		while (cap < fold_len + n + 1)
-			cap *= 2;
-		char *b = realloc(fold_buf, cap);
-		if (!b)
-			return;
-		fold_buf = b;
-		fold_cap = cap;
+	if (fold_nids == fold_capids) {
+		size_t cap = fold_capids ? fold_capids * 2 : 256;
+		uint32_t *n = realloc(fold_ids, cap * sizeof(*n));
+		if (!n)
+			return false;
+		fold_ids = n;
+		fold_capids = cap;
 	}
-	memcpy(fold_buf + fold_len, s, n);
-	fold_len += n;
-	fold_buf[fold_len] = 0;
+	fold_ids[fold_nids++] = id;
+	return true;
 }
 
-static void fold_name(const struct fr_frame *f, int i)
+/* The name of symbol I of F, interned: the function without its
+ * parameter list, else the module's name in brackets, else [unknown]. */
+static uint32_t fold_sym_name(const struct fr_frame *f, int i)
 {
 	const struct bk_symbol *sym = f->nsym > 0 ? &f->syms[i] : NULL;
-	if (fold_len)
-		fold_add(";", 1);
-	if (sym && sym->function) {
-		fold_add(sym->function, name_len(sym->function));
-	} else if (f->module) {
-		const char *b = base_name(f->module);
-		fold_add("[", 1);
-		fold_add(b, strlen(b));
-		fold_add("]", 1);
-	} else {
-		fold_add("[unknown]", 9);
-	}
+	if (sym && sym->function)
+		return fold_name(folded, sym->function, name_len(sym->function));
+	if (!f->module)
+		return fold_name(folded, "[unknown]", 9);
+	char b[256];
+	int n = snprintf(b, sizeof(b), "[%s]", base_name(f->module));
+	return fold_name(folded, b, n < (int)sizeof(b) ? (size_t)n : sizeof(b) - 1);
 }
 
-static uint64_t fold_hash(const char *s)
+/* F's names pushed, root first: the function, then the calls inlined in
+ * it; made once per frame key. */
+static void fold_frame(const struct fr_frame *f)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
+	int last = f->nsym > 0 ? f->nsym - 1 : 0;
+	if (f->key && f->key < fold_memocap && fold_memo[f->key].n) {
+		for (uint32_t i = 0; i < fold_memo[f->key].n; i++)
+			fold_push(fold_frames[fold_memo[f->key].at + i]);
+		return;
+	}
+	size_t from = fold_nids;
+	for (int i = last; i >= first_sym(f); i--)
+		fold_push(fold_sym_name(f, i));
+	if (!f->key || fold_nids == from)
+		return;
+	if (f->key >= fold_memocap) {
+		size_t cap = fold_memocap ? fold_memocap : 1024;
+		while (cap <= f->key)
+			cap *= 2;
+		struct fold_span *n = realloc(fold_memo, cap * sizeof(*n));
+		if (!n)
+			return;
+		memset(n + fold_memocap, 0, (cap - fold_memocap) * sizeof(*n));
+		fold_memo = n;
+		fold_memocap = cap;
+	}
+	size_t len = fold_nids - from;
+	if (fold_nframes + len > fold_capframes) {
+		size_t cap = fold_capframes ? fold_capframes * 2 : 4096;
+		while (cap < fold_nframes + len)
+			cap *= 2;
+		uint32_t *n = realloc(fold_frames, cap * sizeof(*n));
+		if (!n)
+			return;
+		fold_frames = n;
+		fold_capframes = cap;
+	}
+	memcpy(fold_frames + fold_nframes, fold_ids + from, len * sizeof(*fold_ids));
+	fold_memo[f->key] = (struct fold_span){ (uint32_t)fold_nframes, (uint32_t)len };
+	fold_nframes += len;
 }
 
-static bool folded_grow(void)
+/* The stack S folded: its process's name, then its frames' names, root
+ * first. Shared by the folded and SVG printers. */
+static void fold_stack(const struct fr_stack *s)
 {
-	size_t cap = folded_cap ? folded_cap * 2 : 1024;
-	struct folded_entry *n = calloc(cap, sizeof(*n));
-	if (!n)
-		return false;
-	for (size_t i = 0; i < folded_cap; i++) {
-		if (!folded[i].key)
-			continue;
-		size_t j = folded[i].hash & (cap - 1);
-		while (n[j].key)
-			j = (j + 1) & (cap - 1);
-		n[j] = folded[i];
-	}
-	free(folded);
-	folded = n;
-	folded_cap = cap;
-	return true;
+	if (!folded && !(folded = fold_new()))
+		return;
+	fold_nids = 0;
+	const char *comm = s->name && s->name[0] ? s->name : "[unknown]";
+	fold_push(fold_name(folded, comm, strlen(comm)));
+	for (size_t k = s->n; k-- > 0;)
+		fold_frame(&s->f[k]);
+	fold_add(folded, fold_ids, fold_nids, 1);
+}
+
+static void fold_reset(void)
+{
+	if (folded && fold_failed(folded))
+		fprintf(stderr, "backstep: out of memory: stacks were left out of the output\n");
+	fold_free(folded);
+	folded = NULL;
+	free(fold_ids);
+	free(fold_memo);
+	free(fold_frames);
+	fold_ids = fold_frames = NULL;
+	fold_memo = NULL;
+	fold_nids = fold_capids = fold_memocap = fold_nframes = fold_capframes = 0;
 }
 
 static void folded_begin(void)
@@ -441,61 +579,26 @@ static void folded_begin(void)
 static void folded_stack(const struct fr_stack *s, size_t index)
 {
 	(void)index;
-	fold_len = 0;
-	fold_add("", 0);
-	const char *comm = s->name && s->name[0] ? s->name : "[unknown]";
-	fold_add(comm, strlen(comm));
-	/* Root first: the outermost frame, and in a frame the function before
-	 * the calls inlined into it. */
-	for (size_t k = s->n; k-- > 0;) {
-		const struct fr_frame *f = &s->f[k];
-		int last = f->nsym > 0 ? f->nsym - 1 : 0;
-		for (int i = last; i >= first_sym(f); i--)
-			fold_name(f, i);
-	}
-	if (!fold_buf)
-		return;
-	if ((folded_n + 1) * 2 > folded_cap && !folded_grow())
-		return;
-	uint64_t h = fold_hash(fold_buf);
-	size_t j = h & (folded_cap - 1);
-	while (folded[j].key && (folded[j].hash != h || strcmp(folded[j].key, fold_buf)))
-		j = (j + 1) & (folded_cap - 1);
-	if (!folded[j].key) {
-		folded[j].key = strdup(fold_buf);
-		if (!folded[j].key)
-			return;
-		folded[j].hash = h;
-		folded_n++;
-	}
-	folded[j].count++;
-}
-
-static int folded_cmp(const void *a, const void *b)
-{
-	const struct folded_entry *x = a, *y = b;
-	return strcmp(x->key, y->key);
+	fold_stack(s);
 }
 
 static void folded_end(void)
 {
-	size_t n = 0;
-	for (size_t i = 0; i < folded_cap; i++)
-		if (folded[i].key)
-			folded[n++] = folded[i];
-	qsort(folded, n, sizeof(*folded), folded_cmp);
+	const struct fold_stack *st;
+	size_t n = folded ? fold_sorted(folded, &st) : 0;
 	for (size_t i = 0; i < n; i++) {
-		out_s(folded[i].key);
+		for (uint32_t k = 0; k < st[i].n; k++) {
+			size_t len;
+			const char *t = fold_name_text(folded, st[i].names[k], &len);
+			if (k)
+				out_c(';');
+			out_mem(t, len);
+		}
 		out_c(' ');
-		out_u64(folded[i].count);
+		out_u64(st[i].count);
 		out_c('\n');
-		free(folded[i].key);
 	}
-	free(folded);
-	free(fold_buf);
-	folded = NULL;
-	fold_buf = NULL;
-	folded_n = folded_cap = fold_len = fold_cap = 0;
+	fold_reset();
 }
 
 const struct fr_printer fr_folded = { "folded", folded_begin, folded_stack, folded_end };
@@ -504,6 +607,13 @@ const struct fr_printer fr_folded = { "folded", folded_begin, folded_stack, fold
  *
  *   {"pid": N, "tid": N, "comm": "...", "time": NS, "cpu": N, "period": N,
  *    "event": "...", "frames": [the frame objects of "json"]} */
+
+static struct memo jsonl_memo;
+
+static void jsonl_frame(const struct fr_frame *f)
+{
+	json_frame(f, true);
+}
 
 static void jsonl_begin(void)
 {
@@ -527,8 +637,11 @@ static void jsonl_stack(const struct fr_stack *s, size_t index)
 	out_s(", \"event\": ");
 	fr_json_str(s->event ? s->event : "");
 	out_s(", \"frames\": [");
-	for (size_t k = 0; k < s->n; k++)
-		json_frame(&s->f[k], k == 0);
+	for (size_t k = 0; k < s->n; k++) {
+		if (k)
+			out_s(", ");
+		memo_print(&jsonl_memo, &s->f[k], jsonl_frame);
+	}
 	out_s("]");
 	if (s->error) {
 		out_s(", \"error\": ");
@@ -539,6 +652,7 @@ static void jsonl_stack(const struct fr_stack *s, size_t index)
 
 static void jsonl_end(void)
 {
+	memo_free(&jsonl_memo);
 }
 
 const struct fr_printer fr_jsonl = { "jsonl", jsonl_begin, jsonl_stack, jsonl_end };

@@ -21,6 +21,11 @@ struct fr_frame {
 	const struct bk_symbol *syms; /* innermost first: inlined calls, then the function */
 	int nsym;                     /* 0: nothing known */
 	const struct bk_regs *regs;   /* the recovered registers (-r), or NULL */
+	/* Nonzero: every frame with this key has the same pc, how, module
+	 * and symbols, so a printer may keep the text it made for one and
+	 * print it again (report numbers the distinct frames of a recording
+	 * this way). Keys are small: printers index arrays with them. */
+	uint32_t key;
 };
 
 /* One stack: a thread of a stopped process or core, or a sample. */
@@ -56,7 +61,8 @@ extern const struct fr_printer fr_text, fr_json, fr_perf_script, fr_folded, fr_j
 /* "speedscope": speedscope's JSON file format, a sampled profile per
  * thread (https://www.speedscope.app/file-format-schema.json). */
 extern const struct fr_printer fr_speedscope;
-/* The sample printers' options: inlined calls as frames of their own. */
+/* The sample printers' options: inlined calls as frames of their own
+ * (set before the first stack). */
 void fr_set_inline(bool on);
 /* Architecture of the registers printed under frames by fr_text. */
 void fr_set_arch(enum bk_arch arch);

@@ -1,6 +1,8 @@
 /* The buffered stdout writer of out.h. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -8,6 +10,42 @@
 
 static char buf[1 << 16];
 static size_t used;
+
+static bool capturing, cap_failed;
+static char *cap_buf;
+static size_t cap_used, cap_size;
+
+static void capture_mem(const void *p, size_t len)
+{
+	if (cap_used + len > cap_size) {
+		size_t n = cap_size ? cap_size : 256;
+		while (n < cap_used + len)
+			n *= 2;
+		char *b = realloc(cap_buf, n);
+		if (!b) {
+			cap_failed = true;
+			return;
+		}
+		cap_buf = b;
+		cap_size = n;
+	}
+	memcpy(cap_buf + cap_used, p, len);
+	cap_used += len;
+}
+
+void out_capture(void)
+{
+	capturing = true;
+	cap_failed = false;
+	cap_used = 0;
+}
+
+const char *out_captured(size_t *len)
+{
+	capturing = false;
+	*len = cap_used;
+	return cap_failed ? NULL : cap_buf ? cap_buf : "";
+}
 
 void out_flush(void)
 {
@@ -23,6 +61,10 @@ void out_flush(void)
 
 void out_mem(const void *p, size_t len)
 {
+	if (capturing) {
+		capture_mem(p, len);
+		return;
+	}
 	if (used + len > sizeof(buf)) {
 		out_flush();
 		if (len > sizeof(buf)) {
@@ -43,6 +85,10 @@ void out_s(const char *s)
 
 void out_c(char c)
 {
+	if (capturing) {
+		capture_mem(&c, 1);
+		return;
+	}
 	if (used == sizeof(buf))
 		out_flush();
 	buf[used++] = c;

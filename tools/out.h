@@ -20,4 +20,11 @@ void out_addr(uint64_t v);           /* 0x1234 */
 void out_pad(const char *s, int width); /* s, then spaces up to WIDTH (one at least) */
 void out_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Capture: from out_capture() to out_captured(), output goes to a growing
+ * buffer instead of stdout (printers keep the text of a frame they will
+ * print again). out_captured returns it, valid until the next
+ * out_capture; NULL when memory ran out (the text is then lost). */
+void out_capture(void);
+const char *out_captured(size_t *len);
+
 #endif

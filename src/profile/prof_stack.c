@@ -54,12 +54,14 @@ struct proc {
 	struct sample_mem mem;
 	struct pmod *mods;
 	size_t nmods, cap;
+	uint64_t map;          /* prof_walk.map: renumbered at each change */
 };
 
 struct prof_stacks {
 	enum bk_arch arch;
 	struct proc **procs;   /* sorted by pid */
 	size_t nprocs, cap;
+	uint64_t maps;         /* the last map number given */
 	struct prof_stack_stats stats;
 };
 
@@ -137,6 +139,7 @@ static struct proc *proc_get(struct prof_stacks *p, int32_t pid)
 	if (!pr)
 		return NULL;
 	pr->pid = pid;
+	pr->map = ++p->maps;
 	static const struct bk_target_ops ops = { sizeof(ops), sample_read };
 	if (bk_space_create(p->arch, &ops, &pr->mem, &pr->space) != 0) {
 		free(pr);
@@ -159,8 +162,8 @@ static void proc_drop(struct prof_stacks *p, int32_t pid)
 	p->nprocs--;
 }
 
-static int proc_add_module(struct proc *pr, uint64_t start, uint64_t end, uint64_t base,
-			   const char *path)
+static int proc_add_module(struct prof_stacks *p, struct proc *pr, uint64_t start, uint64_t end,
+			   uint64_t base, const char *path)
 {
 	if (pr->nmods == pr->cap) {
 		size_t cap = pr->cap ? pr->cap * 2 : 16;
@@ -174,6 +177,7 @@ static int proc_add_module(struct proc *pr, uint64_t start, uint64_t end, uint64
 	if (!copy)
 		return BK_E_NOMEM;
 	pr->mods[pr->nmods++] = (struct pmod){ start, end, base, copy };
+	pr->map = ++p->maps;
 	struct bk_module_desc d = { sizeof(d), path, base, start, end };
 	return bk_space_add_module(pr->space, &d);
 }
@@ -200,7 +204,7 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 		p->stats.modules++;
 		/* The image's lowest PT_LOAD is at file offset 0 in every layout
 		 * ld and lld make, so it is mapped PGOFF below this mapping. */
-		return proc_add_module(pr, rec->mmap.addr - rec->mmap.pgoff,
+		return proc_add_module(p, pr, rec->mmap.addr - rec->mmap.pgoff,
 				       rec->mmap.addr + rec->mmap.len,
 				       rec->mmap.addr - rec->mmap.pgoff, rec->mmap.filename);
 	case PROF_COMM:
@@ -226,7 +230,7 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 		if (pr) {
 			memcpy(child->comm, pr->comm, sizeof(child->comm));
 			for (size_t i = 0; i < pr->nmods; i++) {
-				int err = proc_add_module(child, pr->mods[i].start, pr->mods[i].end,
+				int err = proc_add_module(p, child, pr->mods[i].start, pr->mods[i].end,
 							  pr->mods[i].base, pr->mods[i].path);
 				if (err == BK_E_NOMEM)
 					return err;
@@ -268,6 +272,7 @@ int prof_stacks_walk(struct prof_stacks *p, const struct prof_record *rec, uint6
 		return BK_E_NOMEM;
 	w->comm = pr->comm;
 	w->space = pr->space;
+	w->map = pr->map;
 	pr->mem = (struct sample_mem){ sp, s->stack ? s->stack_dyn_size : 0, s->stack };
 	if (!s->stack || !s->stack_dyn_size)
 		p->stats.no_stack++;

@@ -22,6 +22,10 @@ struct prof_stack_stats {
 struct prof_walk {
 	const char *comm;      /* the process's name, "" if unknown */
 	struct bk_space *space; /* where its PCs are: symbolize with it */
+	/* The process's module map as it is now: a number no other map of
+	 * this or any process had, so (map, PC) names the same frame in every
+	 * sample that has it; 0 when the sample has no process. */
+	uint64_t map;
 	int ended;             /* 0: to the outermost frame; else BK_E_* */
 	const char *reason;    /* ended != 0: why, for the summary */
 };

@@ -1,0 +1,495 @@
+/* From sample records to printed stacks (samples.h).
+ *
+ * Naming is what a profile's reader spends its time on when it names
+ * every frame of every sample: the same few thousand PCs recur in every
+ * sample. So a frame is named once: a table maps (the process's module
+ * map, PC, how the frame was reached) to a frame key, the frame's module
+ * and symbols are copied once into an arena (they outlive the process's
+ * space), and printers keep the text they make per key (fr_frame.key).
+ * Kernel frames are keyed the same way, under map 0 with a tag of their
+ * own. Memory grows with distinct frames, not with samples. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "out.h"
+#include "samples.h"
+
+#include "../src/base/base.h"
+#include "../src/profile/prof_stack.h"
+
+#define MAX_FRAMES 1024
+#define MAX_INLINE 16
+#define PERF_CONTEXT_KERNEL ((uint64_t)-128)
+#define PERF_CONTEXT_MAX ((uint64_t)-4095)
+
+/* How a frame was reached, part of its key: the first frame is named at
+ * its PC and is "initial"; an interrupted frame under a signal frame is
+ * named at its PC; a return address at PC - 1. */
+enum { TAG_RETURN = 0, TAG_INTERRUPTED = 1, TAG_FIRST = 2, TAG_KERNEL = 4 };
+
+/* A distinct frame: the key is its index + 1. */
+struct named {
+	uint64_t map, pc;
+	uint8_t tag;
+	const char *module;
+	uint64_t module_off;
+	struct bk_symbol *syms;
+	int nsym;
+};
+
+/* Strings and symbol arrays of named frames: blocks never moved. */
+struct arena_block {
+	struct arena_block *next;
+	size_t used, size;
+	max_align_t data[];
+};
+
+struct kernel_sym {
+	uint64_t addr;
+	const char *name;          /* in ksym_text */
+};
+
+struct reason_count {
+	const char *reason;        /* a static string from prof_walk */
+	uint64_t n;
+};
+
+struct smp {
+	const struct smp_opts *o;
+	struct prof_stacks *ps;
+	struct prof_queue *q;
+	struct named *named;
+	size_t nnamed, capnamed;
+	uint32_t *tab;             /* key; 0: empty */
+	size_t tabcap;
+	struct arena_block *arena;
+	/* Kernel symbols from /proc/kallsyms (this machine's kernel: a
+	 * recording made here), read on the first kernel frame. */
+	char *ksym_text;
+	struct kernel_sym *ksyms;
+	size_t nksyms;
+	bool ksyms_read;
+	struct reason_count reasons[8];
+	uint64_t shown, skipped, lost, reason_other;
+	/* Progress on a terminal. */
+	bool tty;
+	struct timespec t0;
+	uint64_t next_check;
+	bool progress_shown;
+	/* One sample's frames. */
+	uint64_t pcs[MAX_FRAMES];
+	uint8_t interrupted[MAX_FRAMES];
+	struct fr_frame frames[2 * MAX_FRAMES];
+};
+
+int smp_new(enum bk_arch arch, const struct smp_opts *o, struct smp **out)
+{
+	struct smp *s = calloc(1, sizeof(*s));
+	if (!s)
+		return BK_E_NOMEM;
+	s->o = o;
+	if (prof_stacks_new(arch, &s->ps) != 0 || prof_queue_new(&s->q) != 0) {
+		smp_free(s);
+		return BK_E_NOMEM;
+	}
+	s->tty = isatty(STDERR_FILENO);
+	clock_gettime(CLOCK_MONOTONIC, &s->t0);
+	o->pr->begin();
+	*out = s;
+	return 0;
+}
+
+void smp_free(struct smp *s)
+{
+	if (!s)
+		return;
+	prof_queue_free(s->q);
+	prof_stacks_free(s->ps);
+	free(s->named);
+	free(s->tab);
+	for (struct arena_block *b = s->arena, *next; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	free(s->ksym_text);
+	free(s->ksyms);
+	free(s);
+}
+
+static void *arena_alloc(struct smp *s, size_t len)
+{
+	len = (len + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+	struct arena_block *b = s->arena;
+	if (!b || b->size - b->used < len) {
+		size_t size = len > 65536 ? len : 65536;
+		if (!(b = malloc(sizeof(*b) + size)))
+			return NULL;
+		*b = (struct arena_block){ s->arena, 0, size };
+		s->arena = b;
+	}
+	void *p = (char *)b->data + b->used;
+	b->used += len;
+	return p;
+}
+
+static const char *arena_str(struct smp *s, const char *str)
+{
+	if (!str)
+		return NULL;
+	size_t n = strlen(str) + 1;
+	char *d = arena_alloc(s, n);
+	if (d)
+		memcpy(d, str, n);
+	return d;
+}
+
+/* ---- Kernel symbols ----------------------------------------------------- */
+
+static int ksym_cmp(const void *a, const void *b)
+{
+	const struct kernel_sym *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* /proc/kallsyms into one buffer, its text symbols ("ADDR t NAME [MOD]")
+ * indexed by address. Read with read(): the kernel makes the text as it
+ * is read, about 120k lines. */
+static void read_kallsyms(struct smp *s)
+{
+	s->ksyms_read = true;
+	FILE *f = fopen("/proc/kallsyms", "r");
+	if (!f)
+		return;
+	size_t len = 0, cap = 0;
+	for (;;) {
+		if (cap - len < 65536) {
+			size_t ncap = cap ? cap * 2 : 1 << 22;
+			char *n = realloc(s->ksym_text, ncap + 1);
+			if (!n)
+				break;
+			s->ksym_text = n;
+			cap = ncap;
+		}
+		size_t k = fread(s->ksym_text + len, 1, cap - len, f);
+		if (k == 0)
+			break;
+		len += k;
+	}
+	fclose(f);
+	if (!s->ksym_text)
+		return;
+	s->ksym_text[len] = 0;
+	size_t kcap = 0;
+	for (char *p = s->ksym_text, *end = p + len; p < end;) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		char *line_end = nl ? nl : end;
+		uint64_t addr = 0;
+		char *q = p;
+		for (; q < line_end; q++) {
+			int d = *q >= '0' && *q <= '9'   ? *q - '0'
+				: *q >= 'a' && *q <= 'f' ? *q - 'a' + 10
+							 : -1;
+			if (d < 0)
+				break;
+			addr = addr << 4 | (uint64_t)d;
+		}
+		/* " t name" or " T name", a module's name after a tab */
+		if (addr && q + 3 < line_end && q[0] == ' ' && (q[1] == 't' || q[1] == 'T') &&
+		    q[2] == ' ') {
+			char *name = q + 3, *e = name;
+			while (e < line_end && *e != '\t' && *e != ' ')
+				e++;
+			*e = 0;
+			if (s->nksyms == kcap) {
+				size_t ncap = kcap ? kcap * 2 : 65536;
+				struct kernel_sym *n = realloc(s->ksyms, ncap * sizeof(*n));
+				if (!n)
+					break;
+				s->ksyms = n;
+				kcap = ncap;
+			}
+			s->ksyms[s->nksyms++] = (struct kernel_sym){ addr, name };
+		}
+		p = line_end + 1;
+	}
+	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+}
+
+static bool kernel_symbol(struct smp *s, uint64_t addr, struct bk_symbol *out)
+{
+	if (!s->ksyms_read)
+		read_kallsyms(s);
+	size_t lo = BASE_COUNT_LE(s->ksyms, s->nksyms, addr, addr);
+	if (lo == 0)
+		return false;
+	*out = (struct bk_symbol){ .function = s->ksyms[lo - 1].name,
+				   .offset = addr - s->ksyms[lo - 1].addr };
+	return true;
+}
+
+/* ---- Named frames --------------------------------------------------------- */
+
+static uint64_t frame_hash(uint64_t map, uint64_t pc, uint8_t tag)
+{
+	uint64_t h = (map * 0x9e3779b97f4a7c15ull) ^ pc ^ ((uint64_t)tag << 60);
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 32);
+}
+
+static bool tab_grow(struct smp *s)
+{
+	size_t cap = s->tabcap ? s->tabcap * 2 : 4096;
+	uint32_t *t = calloc(cap, sizeof(*t));
+	if (!t)
+		return false;
+	for (size_t i = 0; i < s->nnamed; i++) {
+		const struct named *n = &s->named[i];
+		size_t j = frame_hash(n->map, n->pc, n->tag) & (cap - 1);
+		while (t[j])
+			j = (j + 1) & (cap - 1);
+		t[j] = (uint32_t)i + 1;
+	}
+	free(s->tab);
+	s->tab = t;
+	s->tabcap = cap;
+	return true;
+}
+
+/* The frame at PC reached as TAG in the process of walk W (kernel frames:
+ * W NULL), named once: its key, or 0 (then *TMP is filled for this
+ * sample only) when memory ran out. */
+static uint32_t frame_key(struct smp *s, const struct prof_walk *w, uint64_t pc, uint8_t tag)
+{
+	uint64_t map = w ? w->map : 0;
+	if ((s->nnamed + 1) * 2 > s->tabcap && !tab_grow(s))
+		return 0;
+	size_t j = frame_hash(map, pc, tag) & (s->tabcap - 1);
+	for (; s->tab[j]; j = (j + 1) & (s->tabcap - 1)) {
+		const struct named *n = &s->named[s->tab[j] - 1];
+		if (n->pc == pc && n->map == map && n->tag == tag)
+			return s->tab[j];
+	}
+	if (s->nnamed == s->capnamed) {
+		size_t cap = s->capnamed ? s->capnamed * 2 : 4096;
+		struct named *nn = realloc(s->named, cap * sizeof(*nn));
+		if (!nn)
+			return 0;
+		s->named = nn;
+		s->capnamed = cap;
+	}
+	struct named *n = &s->named[s->nnamed];
+	*n = (struct named){ .map = map, .pc = pc, .tag = tag };
+	struct bk_symbol syms[MAX_INLINE];
+	int nsym = 0;
+	if (tag & TAG_KERNEL) {
+		n->module = "[kernel.kallsyms]";
+		n->module_off = pc;
+		nsym = !s->o->no_symbols && kernel_symbol(s, pc, &syms[0]);
+	} else if (w && w->space) {
+		/* An interrupted frame is named at its PC; a return address at
+		 * PC - 1, the call. */
+		uint64_t lookup = tag ? pc : pc - 1;
+		struct bk_module_info mi;
+		if (bk_space_module_at(w->space, lookup, &mi) == 0) {
+			n->module = arena_str(s, mi.path);
+			n->module_off = pc - mi.start;
+		}
+		if (!s->o->no_symbols)
+			nsym = bk_space_symbolize(w->space, lookup, syms, MAX_INLINE);
+	}
+	if (nsym > 0 && (n->syms = arena_alloc(s, (size_t)nsym * sizeof(*syms)))) {
+		for (int i = 0; i < nsym; i++) {
+			n->syms[i] = syms[i];
+			n->syms[i].function = arena_str(s, syms[i].function);
+			n->syms[i].file = arena_str(s, syms[i].file);
+		}
+		n->nsym = nsym;
+	}
+	s->tab[j] = (uint32_t)++s->nnamed;
+	return s->tab[j];
+}
+
+static void frame_of(const struct smp *s, uint32_t key, struct fr_frame *f)
+{
+	const struct named *n = &s->named[key - 1];
+	*f = (struct fr_frame){ .pc = n->pc,
+				.how = n->tag & (TAG_FIRST | TAG_KERNEL) ? BK_HOW_INITIAL : BK_HOW_CFI,
+				.module = n->module, .module_off = n->module_off,
+				.syms = n->syms, .nsym = n->nsym, .key = key };
+}
+
+/* ---- Samples ---------------------------------------------------------- */
+
+/* The kernel frames of a callchain (the entries after PERF_CONTEXT_KERNEL
+ * up to the next context marker). */
+static size_t kernel_frames(struct smp *s, const struct prof_sample *smp, struct fr_frame *f,
+			    size_t max)
+{
+	size_t n = 0;
+	bool in_kernel = false;
+	for (uint64_t i = 0; i < smp->callchain_nr && n < max; i++) {
+		uint64_t ip = smp->callchain[i];
+		if (ip >= PERF_CONTEXT_MAX) {
+			in_kernel = ip == PERF_CONTEXT_KERNEL;
+			continue;
+		}
+		if (!in_kernel)
+			continue;
+		uint32_t key = frame_key(s, NULL, ip, TAG_KERNEL);
+		if (key)
+			frame_of(s, key, &f[n]);
+		else
+			f[n] = (struct fr_frame){ .pc = ip, .how = BK_HOW_INITIAL,
+						  .module = "[kernel.kallsyms]", .module_off = ip };
+		n++;
+	}
+	return n;
+}
+
+static void count_reason(struct smp *s, const char *reason)
+{
+	for (size_t i = 0; i < sizeof(s->reasons) / sizeof(s->reasons[0]); i++) {
+		if (!s->reasons[i].reason)
+			s->reasons[i].reason = reason;
+		if (s->reasons[i].reason == reason || !strcmp(s->reasons[i].reason, reason)) {
+			s->reasons[i].n++;
+			return;
+		}
+	}
+	s->reason_other++;
+}
+
+static int sample(struct smp *s, struct prof_reader *r, const struct prof_record *rec)
+{
+	const struct smp_opts *o = s->o;
+	if ((o->pid && rec->pid != o->pid) || (o->tid && rec->tid != o->tid)) {
+		s->skipped++;
+		return 0;
+	}
+	struct prof_walk w;
+	int n = prof_stacks_walk(s->ps, rec, s->pcs, s->interrupted, MAX_FRAMES, &w);
+	if (n < 0)
+		return n;
+	if (o->comm && strcmp(o->comm, w.comm)) {
+		s->skipped++;
+		return 0;
+	}
+	if (w.ended && w.reason)
+		count_reason(s, w.reason);
+	size_t nf = o->kernel ? kernel_frames(s, &rec->sample, s->frames, MAX_FRAMES) : 0;
+	for (int k = 0; k < n; k++) {
+		uint8_t tag = k == 0 ? TAG_FIRST | TAG_INTERRUPTED
+				     : s->interrupted[k] ? TAG_INTERRUPTED : TAG_RETURN;
+		uint32_t key = frame_key(s, &w, s->pcs[k], tag);
+		if (key)
+			frame_of(s, key, &s->frames[nf++]);
+		else /* out of memory: the PC alone */
+			s->frames[nf++] = (struct fr_frame){ .pc = s->pcs[k],
+							     .how = k ? BK_HOW_CFI : BK_HOW_INITIAL };
+	}
+	const struct prof_attr *attr = rec->attr >= 0 ? prof_attr_at(r, (size_t)rec->attr) : NULL;
+	struct fr_stack st = {
+		.pid = rec->pid, .tid = rec->tid, .name = w.comm, .time = rec->time,
+		.cpu = rec->cpu, .period = rec->sample.period,
+		.event = attr && attr->name ? attr->name : "cpu-clock",
+		.f = s->frames, .n = nf, .began = true, .error = w.ended,
+	};
+	o->pr->stack(&st, s->shown++);
+	return 0;
+}
+
+/* Every second on a terminal: how far the input is. */
+static void progress(struct smp *s, const struct prof_reader *r, const struct prof_record *rec)
+{
+	uint64_t done = prof_stacks_stats(s->ps)->samples;
+	if (!s->tty || done < s->next_check)
+		return;
+	s->next_check = done + 4096;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	double secs = (double)(t.tv_sec - s->t0.tv_sec) + (t.tv_nsec - s->t0.tv_nsec) / 1e9;
+	if (secs < 1)
+		return;
+	s->progress_shown = true;
+	if (!prof_is_pipe(r) && r->src_len)
+		fprintf(stderr, "\rbackstep: %llu samples, %.0f%% of the file ", (unsigned long long)done,
+			100.0 * (double)rec->offset / (double)r->src_len);
+	else
+		fprintf(stderr, "\rbackstep: %llu samples ", (unsigned long long)done);
+}
+
+/* The records the queue made final, in time order. */
+static int release(struct smp *s, struct prof_reader *r, bool end)
+{
+	size_t k = prof_queue_round(s->q, end);
+	int err = 0;
+	for (size_t i = 0; i < k && !err; i++) {
+		struct prof_record rec;
+		err = prof_queue_get(s->q, r, i, &rec);
+		if (err == 1)
+			err = 0; /* decoded */
+		if (err)
+			break;
+		if (rec.kind == PROF_SAMPLE)
+			err = sample(s, r, &rec);
+		else
+			err = prof_stacks_event(s->ps, &rec);
+		if (i % 256 == 0)
+			progress(s, r, &rec);
+	}
+	prof_queue_drop_ready(s->q);
+	return err;
+}
+
+int smp_feed(struct smp *s, struct prof_reader *r, const struct prof_record *rec)
+{
+	switch (rec->kind) {
+	case PROF_LOST:
+		s->lost += rec->lost.lost;
+		return 0;
+	case PROF_FINISHED_ROUND:
+		return release(s, r, false);
+	case PROF_SAMPLE:
+	case PROF_MMAP:
+	case PROF_COMM:
+	case PROF_FORK:
+	case PROF_EXIT:
+		return prof_queue_push(s->q, rec);
+	default:
+		return 0;
+	}
+}
+
+int smp_finish(struct smp *s, struct prof_reader *r)
+{
+	int err = release(s, r, true);
+	s->o->pr->end();
+	out_flush();
+	if (s->progress_shown)
+		fprintf(stderr, "\r\033[K");
+	return err;
+}
+
+void smp_summary(const struct smp *s, FILE *f, const char *who)
+{
+	const struct prof_stack_stats *st = prof_stacks_stats(s->ps);
+	fprintf(f, "%s: %llu samples read, %llu walked to the end, %llu truncated", who,
+		(unsigned long long)st->samples, (unsigned long long)st->complete,
+		(unsigned long long)st->truncated);
+	const char *sep = " (";
+	for (size_t i = 0; i < sizeof(s->reasons) / sizeof(s->reasons[0]) && s->reasons[i].reason; i++, sep = ", ")
+		fprintf(f, "%s%s: %llu", sep, s->reasons[i].reason,
+			(unsigned long long)s->reasons[i].n);
+	if (s->reason_other)
+		fprintf(f, "%sother: %llu", sep, (unsigned long long)s->reason_other);
+	if (sep[0] == ',')
+		fputc(')', f);
+	fprintf(f,
+		", %llu without user registers, %llu without a stack copy; %llu filtered out; "
+		"%llu lost (perf)\n",
+		(unsigned long long)st->no_regs, (unsigned long long)st->no_stack,
+		(unsigned long long)s->skipped, (unsigned long long)s->lost);
+}
