@@ -893,3 +893,20 @@ static void ss_end(void)
 }
 
 const struct fr_printer fr_speedscope = { "speedscope", ss_begin, ss_stack, ss_end };
+
+const struct fr_printer *fr_sample_printer(const char *name)
+{
+	static const struct {
+		const char *name;
+		const struct fr_printer *pr;
+	} formats[] = {
+		{ "perf-script", &fr_perf_script },
+		{ "folded", &fr_folded },
+		{ "json", &fr_jsonl },
+		{ "speedscope", &fr_speedscope },
+	};
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+		if (!strcmp(name, formats[i].name))
+			return formats[i].pr;
+	return NULL;
+}

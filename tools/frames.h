@@ -61,6 +61,10 @@ extern const struct fr_printer fr_text, fr_json, fr_perf_script, fr_folded, fr_j
 /* "speedscope": speedscope's JSON file format, a sampled profile per
  * thread (https://www.speedscope.app/file-format-schema.json). */
 extern const struct fr_printer fr_speedscope;
+/* The sample printer a --format NAME names ("json" is JSON Lines for
+ * samples), or NULL; FR_SAMPLE_FORMATS lists the names for messages. */
+const struct fr_printer *fr_sample_printer(const char *name);
+#define FR_SAMPLE_FORMATS "perf-script|folded|json|speedscope"
 /* The sample printers' options: inlined calls as frames of their own
  * (set before the first stack). */
 void fr_set_inline(bool on);

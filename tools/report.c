@@ -18,7 +18,7 @@
 
 
 static const char usage[] =
-	"backstep report [--format perf-script|folded|json|speedscope] [-o FILE] [--pid PID] [--tid TID]\n"
+	"backstep report [--format " FR_SAMPLE_FORMATS "] [-o FILE] [--pid PID] [--tid TID]\n"
 	"                [--comm NAME] [--no-inline] [-n] [--kernel|--no-kernel] FILE|-";
 
 static int report(struct prof_reader *r, const char *path, const struct smp_opts *o)
@@ -72,17 +72,8 @@ int cmd_report(int argc, char **argv)
 		uint64_t v;
 		switch (ch) {
 		case 'f':
-			if (!strcmp(optarg, "perf-script"))
-				o.pr = &fr_perf_script;
-			else if (!strcmp(optarg, "folded"))
-				o.pr = &fr_folded;
-			else if (!strcmp(optarg, "json"))
-				o.pr = &fr_jsonl;
-			else if (!strcmp(optarg, "speedscope"))
-				o.pr = &fr_speedscope;
-			else {
-				cli_error("--format", "'%s' is not perf-script, folded, json or speedscope",
-					  optarg);
+			if (!(o.pr = fr_sample_printer(optarg))) {
+				cli_error("--format", "'%s' is not one of " FR_SAMPLE_FORMATS, optarg);
 				return 2;
 			}
 			break;

@@ -457,7 +457,7 @@ int smp_feed(struct smp *s, struct prof_reader *r, const struct prof_record *rec
 	case PROF_COMM:
 	case PROF_FORK:
 	case PROF_EXIT:
-		return prof_queue_push(s->q, rec);
+		return prof_queue_push(s->q, r, rec);
 	default:
 		return 0;
 	}

@@ -329,8 +329,9 @@ int prof_stacks_walk(struct prof_stacks *p, const struct prof_record *rec, uint6
 
 struct qent {
 	uint64_t time, seq;
-	uint8_t *bytes;
+	const uint8_t *bytes;
 	uint16_t size;
+	bool owned;            /* a copy (else in the reader's memory) */
 };
 
 struct prof_queue {
@@ -350,12 +351,14 @@ void prof_queue_free(struct prof_queue *q)
 	if (!q)
 		return;
 	for (size_t i = 0; i < q->n; i++)
-		free(q->e[i].bytes);
+		if (q->e[i].owned)
+			free((void *)q->e[i].bytes);
 	free(q->e);
 	free(q);
 }
 
-int prof_queue_push(struct prof_queue *q, const struct prof_record *rec)
+int prof_queue_push(struct prof_queue *q, const struct prof_reader *r,
+		    const struct prof_record *rec)
 {
 	if (q->n == q->cap) {
 		size_t cap = q->cap ? q->cap * 2 : 1024;
@@ -365,12 +368,17 @@ int prof_queue_push(struct prof_queue *q, const struct prof_record *rec)
 		q->e = n;
 		q->cap = cap;
 	}
-	uint8_t *b = malloc(rec->size);
-	if (!b)
-		return BK_E_NOMEM;
-	memcpy(b, rec->raw, rec->size);
+	/* In memory, a record's bytes stay where they are. */
+	bool copy = !r->mem || rec->raw < r->mem || rec->size > r->src_len ||
+		    (uint64_t)(rec->raw - r->mem) > r->src_len - rec->size;
+	uint8_t *b = NULL;
+	if (copy) {
+		if (!(b = malloc(rec->size)))
+			return BK_E_NOMEM;
+		memcpy(b, rec->raw, rec->size);
+	}
 	uint64_t t = (rec->have & PROF_SAMPLE_TIME) ? rec->time : 0;
-	q->e[q->n++] = (struct qent){ t, q->seq++, b, rec->size };
+	q->e[q->n++] = (struct qent){ t, q->seq++, copy ? b : rec->raw, rec->size, copy };
 	if (t > q->round_max)
 		q->round_max = t;
 	return 0;
@@ -413,7 +421,8 @@ int prof_queue_get(struct prof_queue *q, struct prof_reader *r, size_t i,
 void prof_queue_drop_ready(struct prof_queue *q)
 {
 	for (size_t i = 0; i < q->ready; i++)
-		free(q->e[i].bytes);
+		if (q->e[i].owned)
+			free((void *)q->e[i].bytes);
 	memmove(q->e, q->e + q->ready, (q->n - q->ready) * sizeof(*q->e));
 	q->n -= q->ready;
 	q->ready = 0;

@@ -51,11 +51,14 @@ const struct prof_stack_stats *prof_stacks_stats(const struct prof_stacks *p);
  * that matters (samples, MMAP, COMM, FORK, EXIT); at each FINISHED_ROUND
  * (END false) or at the end (END true) prof_queue_round says how many are
  * final, prof_queue_get decodes the I-th of them (its pointers valid until
- * the next call), prof_queue_drop_ready forgets them. */
+ * the next call), prof_queue_drop_ready forgets them. A record read from
+ * memory (prof_open_memory) is kept as a pointer into it, others as a
+ * copy. */
 struct prof_queue;
 int prof_queue_new(struct prof_queue **out);
 void prof_queue_free(struct prof_queue *q);
-int prof_queue_push(struct prof_queue *q, const struct prof_record *rec);
+int prof_queue_push(struct prof_queue *q, const struct prof_reader *r,
+		    const struct prof_record *rec);
 size_t prof_queue_round(struct prof_queue *q, bool end);
 int prof_queue_get(struct prof_queue *q, struct prof_reader *r, size_t i,
 		   struct prof_record *rec);
