@@ -25,7 +25,8 @@ static int report(struct prof_reader *r, const char *path, const struct smp_opts
 {
 	enum bk_arch arch = prof_arch(r);
 	struct smp *s;
-	if (smp_new(arch == BK_ARCH_UNKNOWN ? BK_ARCH_X86_64 : arch, o, &s) != 0) {
+	if (smp_new(arch == BK_ARCH_UNKNOWN ? BK_ARCH_X86_64 : arch, o, smp_kernel_callchains(r),
+		    &s) != 0) {
 		cli_error(path, "out of memory");
 		return 1;
 	}

@@ -8,6 +8,8 @@
  * space), and printers keep the text they make per key (fr_frame.key).
  * Kernel frames are keyed the same way, under map 0 with a tag of their
  * own. Memory grows with distinct frames, not with samples. */
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -48,8 +50,17 @@ struct arena_block {
 
 struct kernel_sym {
 	uint64_t addr;
-	const char *name;          /* in ksym_text */
+	size_t name;               /* in kernel_syms.text */
 };
+
+struct kernel_syms {
+	struct kernel_sym *sym;
+	size_t n, cap;
+	char *text;
+	size_t ntext, captext;
+};
+
+enum { KSYMS_NONE, KSYMS_READING, KSYMS_READY };
 
 struct reason_count {
 	const char *reason;        /* a static string from prof_walk */
@@ -66,11 +77,11 @@ struct smp {
 	size_t tabcap;
 	struct arena_block *arena;
 	/* Kernel symbols from /proc/kallsyms (this machine's kernel: a
-	 * recording made here), read on the first kernel frame. */
-	char *ksym_text;
-	struct kernel_sym *ksyms;
-	size_t nksyms;
-	bool ksyms_read;
+	 * recording made here), read from the start when the recording has
+	 * kernel callchains, else on the first kernel frame. */
+	struct kernel_syms ksyms;
+	int ksyms_state;
+	pthread_t ksyms_thread;
 	struct reason_count reasons[8];
 	uint64_t shown, skipped, lost, reason_other;
 	/* Progress on a terminal. */
@@ -84,7 +95,10 @@ struct smp {
 	struct fr_frame frames[2 * MAX_FRAMES];
 };
 
-int smp_new(enum bk_arch arch, const struct smp_opts *o, struct smp **out)
+static void start_kallsyms(struct smp *s);
+
+int smp_new(enum bk_arch arch, const struct smp_opts *o, bool kernel_callchains,
+	    struct smp **out)
 {
 	struct smp *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -94,11 +108,25 @@ int smp_new(enum bk_arch arch, const struct smp_opts *o, struct smp **out)
 		smp_free(s);
 		return BK_E_NOMEM;
 	}
+	if (o->kernel && !o->no_symbols && kernel_callchains)
+		start_kallsyms(s);
 	s->tty = isatty(STDERR_FILENO);
 	clock_gettime(CLOCK_MONOTONIC, &s->t0);
 	o->pr->begin();
 	*out = s;
 	return 0;
+}
+
+bool smp_kernel_callchains(const struct prof_reader *r)
+{
+	/* perf_event_attr's bit-field word: exclude_kernel is bit 5,
+	 * exclude_callchain_kernel bit 21. */
+	for (size_t i = 0; i < prof_attr_count(r); i++) {
+		const struct prof_attr *a = prof_attr_at(r, i);
+		if ((a->sample_type & PROF_SAMPLE_CALLCHAIN) && !(a->flags & (1u << 5 | 1u << 21)))
+			return true;
+	}
+	return false;
 }
 
 void smp_free(struct smp *s)
@@ -113,8 +141,10 @@ void smp_free(struct smp *s)
 		next = b->next;
 		free(b);
 	}
-	free(s->ksym_text);
-	free(s->ksyms);
+	if (s->ksyms_state == KSYMS_READING)
+		pthread_join(s->ksyms_thread, NULL);
+	free(s->ksyms.text);
+	free(s->ksyms.sym);
 	free(s);
 }
 
@@ -153,79 +183,110 @@ static int ksym_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* /proc/kallsyms into one buffer, its text symbols ("ADDR t NAME [MOD]")
- * indexed by address. Read with read(): the kernel makes the text as it
- * is read, about 120k lines. */
-static void read_kallsyms(struct smp *s)
+/* One line of /proc/kallsyms ("ADDR t NAME[\tMODULE]"): its text symbol
+ * into S (the name into the pool), others ignored. False when memory ran
+ * out. */
+static bool kallsyms_line(struct kernel_syms *ks, const char *p, const char *end)
 {
-	s->ksyms_read = true;
-	FILE *f = fopen("/proc/kallsyms", "r");
-	if (!f)
-		return;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (cap - len < 65536) {
-			size_t ncap = cap ? cap * 2 : 1 << 22;
-			char *n = realloc(s->ksym_text, ncap + 1);
-			if (!n)
-				break;
-			s->ksym_text = n;
-			cap = ncap;
-		}
-		size_t k = fread(s->ksym_text + len, 1, cap - len, f);
-		if (k == 0)
+	uint64_t addr = 0;
+	const char *q = p;
+	for (; q < end; q++) {
+		int d = *q >= '0' && *q <= '9' ? *q - '0' : *q >= 'a' && *q <= 'f' ? *q - 'a' + 10 : -1;
+		if (d < 0)
 			break;
-		len += k;
+		addr = addr << 4 | (uint64_t)d;
 	}
-	fclose(f);
-	if (!s->ksym_text)
+	if (!addr || end - q < 4 || q[0] != ' ' || (q[1] != 't' && q[1] != 'T') || q[2] != ' ')
+		return true;
+	const char *name = q + 3, *e = name;
+	while (e < end && *e != '\t' && *e != ' ')
+		e++;
+	size_t len = (size_t)(e - name);
+	if (ks->n == ks->cap) {
+		size_t cap = ks->cap ? ks->cap * 2 : 65536;
+		struct kernel_sym *n = realloc(ks->sym, cap * sizeof(*n));
+		if (!n)
+			return false;
+		ks->sym = n;
+		ks->cap = cap;
+	}
+	if (ks->ntext + len + 1 > ks->captext) {
+		size_t cap = ks->captext ? ks->captext * 2 : 1 << 20;
+		while (cap < ks->ntext + len + 1)
+			cap *= 2;
+		char *n = realloc(ks->text, cap);
+		if (!n)
+			return false;
+		ks->text = n;
+		ks->captext = cap;
+	}
+	memcpy(ks->text + ks->ntext, name, len);
+	ks->text[ks->ntext + len] = 0;
+	ks->sym[ks->n++] = (struct kernel_sym){ addr, ks->ntext };
+	ks->ntext += len + 1;
+	return true;
+}
+
+/* /proc/kallsyms's text symbols, by address. The kernel makes the text
+ * as it is read (120k lines here, some 20 ms of system time), so it runs
+ * on a thread of its own from the start, while samples are read. */
+static void *read_kallsyms(void *arg)
+{
+	struct kernel_syms *ks = arg;
+	int fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	char buf[65536];
+	size_t have = 0;
+	bool ok = true;
+	for (;;) {
+		ssize_t k = read(fd, buf + have, sizeof(buf) - have);
+		if (k <= 0)
+			break;
+		have += (size_t)k;
+		const char *p = buf, *end = buf + have, *nl;
+		while (ok && (nl = memchr(p, '\n', (size_t)(end - p)))) {
+			ok = kallsyms_line(ks, p, nl);
+			p = nl + 1;
+		}
+		if (!ok || p == buf) /* memory ran out, or a line longer than the buffer */
+			break;
+		have = (size_t)(end - p);
+		memmove(buf, p, have);
+	}
+	close(fd);
+	bool sorted = true;
+	for (size_t i = 1; i < ks->n && sorted; i++)
+		sorted = ks->sym[i - 1].addr <= ks->sym[i].addr;
+	if (!sorted) /* module symbols may come before core ones */
+		qsort(ks->sym, ks->n, sizeof(*ks->sym), ksym_cmp);
+	return NULL;
+}
+
+static void start_kallsyms(struct smp *s)
+{
+	if (s->ksyms_state != KSYMS_NONE)
 		return;
-	s->ksym_text[len] = 0;
-	size_t kcap = 0;
-	for (char *p = s->ksym_text, *end = p + len; p < end;) {
-		char *nl = memchr(p, '\n', (size_t)(end - p));
-		char *line_end = nl ? nl : end;
-		uint64_t addr = 0;
-		char *q = p;
-		for (; q < line_end; q++) {
-			int d = *q >= '0' && *q <= '9'   ? *q - '0'
-				: *q >= 'a' && *q <= 'f' ? *q - 'a' + 10
-							 : -1;
-			if (d < 0)
-				break;
-			addr = addr << 4 | (uint64_t)d;
-		}
-		/* " t name" or " T name", a module's name after a tab */
-		if (addr && q + 3 < line_end && q[0] == ' ' && (q[1] == 't' || q[1] == 'T') &&
-		    q[2] == ' ') {
-			char *name = q + 3, *e = name;
-			while (e < line_end && *e != '\t' && *e != ' ')
-				e++;
-			*e = 0;
-			if (s->nksyms == kcap) {
-				size_t ncap = kcap ? kcap * 2 : 65536;
-				struct kernel_sym *n = realloc(s->ksyms, ncap * sizeof(*n));
-				if (!n)
-					break;
-				s->ksyms = n;
-				kcap = ncap;
-			}
-			s->ksyms[s->nksyms++] = (struct kernel_sym){ addr, name };
-		}
-		p = line_end + 1;
-	}
-	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+	s->ksyms_state = pthread_create(&s->ksyms_thread, NULL, read_kallsyms, &s->ksyms) == 0
+				 ? KSYMS_READING
+				 : KSYMS_READY;
+	if (s->ksyms_state == KSYMS_READY)
+		read_kallsyms(&s->ksyms);
 }
 
 static bool kernel_symbol(struct smp *s, uint64_t addr, struct bk_symbol *out)
 {
-	if (!s->ksyms_read)
-		read_kallsyms(s);
-	size_t lo = BASE_COUNT_LE(s->ksyms, s->nksyms, addr, addr);
+	start_kallsyms(s);
+	if (s->ksyms_state == KSYMS_READING) {
+		pthread_join(s->ksyms_thread, NULL);
+		s->ksyms_state = KSYMS_READY;
+	}
+	const struct kernel_syms *ks = &s->ksyms;
+	size_t lo = BASE_COUNT_LE(ks->sym, ks->n, addr, addr);
 	if (lo == 0)
 		return false;
-	*out = (struct bk_symbol){ .function = s->ksyms[lo - 1].name,
-				   .offset = addr - s->ksyms[lo - 1].addr };
+	*out = (struct bk_symbol){ .function = ks->text + ks->sym[lo - 1].name,
+				   .offset = addr - ks->sym[lo - 1].addr };
 	return true;
 }
 

@@ -24,8 +24,12 @@ struct smp_opts {
 struct smp;
 
 /* Samples of ARCH's processes, printed with O->pr (whose begin is called
- * here). O must outlive the result. 0 or BK_E_NOMEM. */
-int smp_new(enum bk_arch arch, const struct smp_opts *o, struct smp **out);
+ * here). O must outlive the result. KERNEL_CALLCHAINS: samples will have
+ * kernel frames (prepare their names now). 0 or BK_E_NOMEM. */
+int smp_new(enum bk_arch arch, const struct smp_opts *o, bool kernel_callchains,
+	    struct smp **out);
+/* Whether R's events sample kernel callchains. */
+bool smp_kernel_callchains(const struct prof_reader *r);
 /* A record as read from R: samples and process changes are queued, a
  * FINISHED_ROUND releases the records it makes final, LOST is counted,
  * others are ignored. 0 or a BK_E_* code (final). */
