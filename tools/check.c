@@ -1,5 +1,5 @@
 /* backstep check: static checks of the unwind tables of ELF files and of
- * every ELF file under a directory (src/validate/val_static.c does the
+ * every ELF file under a directory (src/check/chk_tables.c does the
  * checking; this file walks directories and prints).
  *
  * Output, one line per finding and a summary line per file:
@@ -29,7 +29,7 @@
 #include "cli.h"
 #include "out.h"
 
-#include "../src/validate/val_static.h"
+#include "../src/check/chk.h"
 
 #define MAX_DEPTH 64
 
@@ -48,7 +48,7 @@ struct totals {
 	size_t elf_files, nonelf, special, dup, unreadable, unsupported, dir_links, too_deep;
 	size_t files_with_errors, files_with_warnings, relocatable;
 	uint64_t fdes_eh, fdes_debug, exec_bytes, covered_bytes, padding_bytes, gap_bytes;
-	size_t counts[VS_NKINDS][VAL_SEV_N];
+	size_t counts[CHK_NKINDS][CHK_SEV_N];
 	char **no_tables;
 	size_t nno_tables, cap_no_tables;
 	struct seen *seen;        /* files checked, open addressing */
@@ -65,15 +65,15 @@ static void out_json_str(const char *s)
 	cli_json_str(s);
 }
 
-static void print_finding(const char *path, const struct val_static_finding *f)
+static void print_finding(const char *path, const struct chk_finding *f)
 {
 	if (g_opts->json) {
 		out_s("{\"type\": \"finding\", \"file\": ");
 		out_json_str(path);
 		out_s(", \"severity\": \"");
-		out_s(val_sev_name(f->sev));
+		out_s(chk_sev_name(f->sev));
 		out_s("\", \"kind\": \"");
-		out_s(val_static_kind_name(f->kind));
+		out_s(chk_kind_name(f->kind));
 		out_c('"');
 		if (f->section) {
 			out_s(", \"section\": \"");
@@ -109,9 +109,9 @@ static void print_finding(const char *path, const struct val_static_finding *f)
 	}
 	out_s(path);
 	out_s(": ");
-	out_s(val_sev_name(f->sev));
+	out_s(chk_sev_name(f->sev));
 	out_s(": ");
-	out_s(val_static_kind_name(f->kind));
+	out_s(chk_kind_name(f->kind));
 	out_s(": ");
 	out_s(f->detail);
 	if (f->symbol || f->code_section || f->has_entry) {
@@ -135,10 +135,10 @@ static void print_finding(const char *path, const struct val_static_finding *f)
 	out_c('\n');
 }
 
-static void print_file_summary(const char *path, const struct val_static_report *r)
+static void print_file_summary(const char *path, const struct chk_report *r)
 {
 	size_t suppressed = 0;
-	for (int k = 0; k < VS_NKINDS; k++)
+	for (int k = 0; k < CHK_NKINDS; k++)
 		suppressed += r->suppressed[k];
 	if (g_opts->json) {
 		out_s("{\"type\": \"file\", \"file\": ");
@@ -164,10 +164,10 @@ static void print_file_summary(const char *path, const struct val_static_report 
 			r->nwarnings, r->ninfos, suppressed);
 		return;
 	}
-	for (int k = 0; k < VS_NKINDS; k++)
+	for (int k = 0; k < CHK_NKINDS; k++)
 		if (r->suppressed[k])
 			out_fmt("%s: note: %zu more %s findings not shown\n", path, r->suppressed[k],
-				val_static_kind_name((enum val_static_kind)k));
+				chk_kind_name((enum chk_kind)k));
 	out_fmt("%s: summary: ", path);
 	if (r->no_tables) {
 		out_fmt("no unwind tables; %zu error%s, %zu warning%s\n", r->nerrors,
@@ -213,11 +213,11 @@ static int note_no_tables(const char *path)
  * print no summary line for a file with no error or warning (directories). */
 static int check_file(const char *path, bool quiet_clean)
 {
-	struct val_static_opts o = { .size = sizeof(o) };
-	struct val_static_report r;
-	int err = val_static_check(path, &o, &r);
+	struct chk_opts o = { .size = sizeof(o) };
+	struct chk_report r;
+	int err = chk_file(path, &o, &r);
 	if (err) {
-		val_static_free(&r);
+		chk_report_free(&r);
 		out_flush();
 		if (err == BK_E_UNSUPPORTED && quiet_clean) {
 			g_tot.unsupported++;
@@ -235,25 +235,25 @@ static int check_file(const char *path, bool quiet_clean)
 	g_tot.padding_bytes += r.padding_bytes;
 	g_tot.gap_bytes += r.gap_bytes;
 	g_tot.relocatable += r.relocatable;
-	for (int k = 0; k < VS_NKINDS; k++)
-		for (int s = 0; s < VAL_SEV_N; s++)
+	for (int k = 0; k < CHK_NKINDS; k++)
+		for (int s = 0; s < CHK_SEV_N; s++)
 			g_tot.counts[k][s] += r.counts[k][s];
 	if (r.nerrors)
 		g_tot.files_with_errors++;
 	if (r.nwarnings)
 		g_tot.files_with_warnings++;
 	if (r.no_tables && note_no_tables(path) != 0) {
-		val_static_free(&r);
+		chk_report_free(&r);
 		cli_error(path, "out of memory");
 		return 2;
 	}
 	for (size_t i = 0; i < r.nf; i++)
-		if (r.f[i].sev != VAL_SEV_INFO || g_opts->verbose || g_opts->json)
+		if (r.f[i].sev != CHK_SEV_INFO || g_opts->verbose || g_opts->json)
 			print_finding(path, &r.f[i]);
 	if (!quiet_clean || r.nerrors || r.nwarnings || g_opts->verbose || g_opts->json)
 		print_file_summary(path, &r);
 	int status = r.nerrors ? 1 : 0;
-	val_static_free(&r);
+	chk_report_free(&r);
 	return status;
 }
 
@@ -388,11 +388,11 @@ static void print_totals(void)
 			t->relocatable, t->nno_tables, t->fdes_eh, t->fdes_debug, t->exec_bytes,
 			t->covered_bytes, t->padding_bytes, t->gap_bytes, t->files_with_errors,
 			t->files_with_warnings);
-		for (int k = 0; k < VS_NKINDS; k++)
+		for (int k = 0; k < CHK_NKINDS; k++)
 			out_fmt("%s\"%s\": {\"error\": %zu, \"warning\": %zu, \"info\": %zu}",
-				k ? ", " : "", val_static_kind_name((enum val_static_kind)k),
-				t->counts[k][VAL_SEV_ERROR], t->counts[k][VAL_SEV_WARNING],
-				t->counts[k][VAL_SEV_INFO]);
+				k ? ", " : "", chk_kind_name((enum chk_kind)k),
+				t->counts[k][CHK_SEV_ERROR], t->counts[k][CHK_SEV_WARNING],
+				t->counts[k][CHK_SEV_INFO]);
 		out_s("}}\n");
 		return;
 	}
@@ -419,16 +419,16 @@ static void print_totals(void)
 	for (size_t i = 0; i < t->nno_tables; i++)
 		out_fmt("  %s\n", t->no_tables[i]);
 	out_fmt("\n%-18s %9s %9s %9s\n", "kind", "errors", "warnings", "info");
-	size_t sum[VAL_SEV_N] = { 0 };
-	for (int k = 0; k < VS_NKINDS; k++) {
-		out_fmt("%-18s %9zu %9zu %9zu\n", val_static_kind_name((enum val_static_kind)k),
-			t->counts[k][VAL_SEV_ERROR], t->counts[k][VAL_SEV_WARNING],
-			t->counts[k][VAL_SEV_INFO]);
-		for (int s = 0; s < VAL_SEV_N; s++)
+	size_t sum[CHK_SEV_N] = { 0 };
+	for (int k = 0; k < CHK_NKINDS; k++) {
+		out_fmt("%-18s %9zu %9zu %9zu\n", chk_kind_name((enum chk_kind)k),
+			t->counts[k][CHK_SEV_ERROR], t->counts[k][CHK_SEV_WARNING],
+			t->counts[k][CHK_SEV_INFO]);
+		for (int s = 0; s < CHK_SEV_N; s++)
 			sum[s] += t->counts[k][s];
 	}
-	out_fmt("%-18s %9zu %9zu %9zu\n", "total", sum[VAL_SEV_ERROR], sum[VAL_SEV_WARNING],
-		sum[VAL_SEV_INFO]);
+	out_fmt("%-18s %9zu %9zu %9zu\n", "total", sum[CHK_SEV_ERROR], sum[CHK_SEV_WARNING],
+		sum[CHK_SEV_INFO]);
 }
 
 static const char usage_text[] = "usage: backstep check [--json] [-v] FILE|DIR...\n";

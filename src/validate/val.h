@@ -1,12 +1,12 @@
-/* The validator: runs a program under ptrace, single-steps every
- * instruction of the checked code of every thread (code elsewhere runs at
- * full speed between a call into it and the return, val_run.c "Stepping
- * over"; opts.step_all steps it too) and keeps a shadow stack per thread, the
- * oracle of DESIGN.md "Proof of correctness". At every instruction of the
- * checked code it unwinds the stopped thread with the ordinary cursor over
- * the ptrace target (the shadow stack never helps the unwinder) and compares
- * each frame the shadow stack knows: return address, CFA and callee-saved
- * registers.
+/* The validator: runs a program under a driver (below, "Drivers"),
+ * single-steps every instruction of the checked code of every thread (code
+ * elsewhere runs at full speed between a call into it and the return,
+ * val_run.c "Stepping over"; opts.step_all steps it too) and keeps a shadow
+ * stack per thread, the oracle of DESIGN.md "Proof of correctness". At
+ * every instruction of the checked code it unwinds the stopped thread with
+ * the ordinary cursor over the space the driver gives (the shadow stack
+ * never helps the unwinder) and compares each frame the shadow stack knows:
+ * return address, CFA and callee-saved registers.
  *
  * The shadow stack. At a `call` (all forms) it records, after the step, the
  * return address (the address after the call), the CFA (the caller's SP
@@ -20,10 +20,12 @@
  * down to the marker. Frames made by code that ran at full speed are a
  * gap (VAL_FRAME_GAP): the walk crosses it to the frame below it by CFA.
  *
- * Layers: uses src/unwind (spaces, cursor, the ptrace target through
- * uw_target_adopt), src/target, src/sym through bk_space_symbolize, and
- * Capstone for decoding. Nothing below calls it. Cold: it allocates freely
- * and prints nothing (the CLI reports).
+ * One checker (val_run.c: threads, shadow stacks, stepping over, the
+ * comparison of val_check.c) over one driver per way of running a program
+ * (val_ptrace.c). Layers: uses src/unwind (spaces, cursor), src/sym through
+ * bk_space_symbolize, Capstone for decoding, and, in the ptrace driver
+ * only, src/target and the ptrace target (uw_target_adopt). Nothing below
+ * calls it. Cold: it allocates freely and prints nothing (the CLI reports).
  */
 #ifndef BK_VAL_H
 #define BK_VAL_H
@@ -182,6 +184,162 @@ BK_HIDDEN int val_run(char *const *argv, const struct val_opts *opts, struct val
 BK_HIDDEN void val_result_free(struct val_result *res);
 /* The name of a DWARF register or VAL_HOW ("how"). */
 BK_HIDDEN const char *val_reg_name(unsigned regno);
+
+/* ---- Drivers ------------------------------------------------------------
+ *
+ * A driver runs the program and reports what its threads do, one stop at a
+ * time; the checker (val_run.c) keeps the shadow stacks, decides how each
+ * thread goes on and walks the space the driver gives. The checker knows
+ * the program only through these ops, and every op is required. One file
+ * per driver; how each maps them:
+ *
+ *   op           ptrace (val_ptrace.c)              GDB remote (qemu-user,
+ *                                                   gdbserver)
+ *   start        fork, PTRACE_SEIZE, exec           vRun, or attach to
+ *                                                   `qemu -g`
+ *   wait         waitpid                            stop replies: T, W, X
+ *   resume       PTRACE_SINGLESTEP, PTRACE_CONT,    vCont;s / vCont;c,
+ *                PTRACE_SYSCALL                     QCatchSyscalls
+ *   interrupt    PTRACE_INTERRUPT                   vCont;t
+ *   regs         PTRACE_GETREGS                     g (GDB's order renumbered)
+ *   read         process_vm_readv                   m
+ *   insert_bp    int3 through /proc/PID/mem         Z0 (z0 to remove)
+ *   catches      SigCgt of /proc/PID/status         cannot tell: true
+ *   space_*      a ptrace target: /proc/PID/maps,   qXfer:libraries-svr4,
+ *                the files by path                  vFile for the files
+ *
+ * An in-process driver (the program single-steps itself with the trap
+ * flag, a SIGTRAP handler reports to the checker on a thread of its own)
+ * reads memory directly, takes registers from the handler's ucontext,
+ * writes int3 after mprotect and sees system calls through seccomp's
+ * SIGSYS.
+ *
+ * Threads are independent: each stops on its own, is reported once per
+ * stop and stays stopped until the checker resumes it (an all-stop stub's
+ * driver keeps the other threads going meanwhile). A stopped thread's
+ * registers and the program's memory can be read at any time; reads never
+ * show the driver's breakpoints (the overlay is the driver's).
+ */
+
+enum val_resume {
+	/* One instruction, then VAL_EV_STEPPED; a signal to be delivered
+	 * first is VAL_EV_SIGNAL. Stepping where a breakpoint is set runs the
+	 * program's instruction. Stepping with a signal the program catches
+	 * stops at the handler's first instruction, not yet run, the signal
+	 * frame pushed. */
+	VAL_RESUME_STEP,
+	/* Full speed until a breakpoint, a signal, a new thread, exec or
+	 * exit. */
+	VAL_RESUME_RUN,
+	/* The same, and a stop at each system call's entry and exit. */
+	VAL_RESUME_SYSCALLS,
+};
+
+enum val_event_kind {
+	VAL_EV_NONE = 0,    /* the wait was interrupted (a signal to the
+			     * validator): nothing happened; look at opts.stop
+			     * and wait again */
+	VAL_EV_STEPPED,     /* the step is done: the thread stands at its next
+			     * instruction */
+	VAL_EV_BREAKPOINT,  /* a thread at full speed reached the breakpoint at
+			     * ADDR: its PC is ADDR, the instruction there not run */
+	VAL_EV_SIGNAL,      /* SIG is about to be delivered: the next resume passes
+			     * it on (or 0 drops it) */
+	VAL_EV_SYSCALL,     /* VAL_RESUME_SYSCALLS: system call NR enters (or, with
+			     * EXIT, returns) */
+	VAL_EV_STOPPED,     /* stopped with nothing to tell: a new thread's first
+			     * stop, or after interrupt */
+	VAL_EV_THREAD,      /* the thread made thread CHILD, already under the
+			     * driver (CHILD's own stops may come first) */
+	VAL_EV_EXEC,        /* the thread executed a new program and is its only
+			     * thread: the others, every breakpoint and the space are
+			     * gone. The first event of a run */
+	VAL_EV_EXITED,      /* the thread is gone (nothing to resume); PROGRAM: the
+			     * program is over (STATUS, and ERROR when it never ran) */
+};
+
+struct val_event {
+	enum val_event_kind kind;
+	int tid;
+	int sig;                  /* SIGNAL */
+	uint64_t addr;            /* BREAKPOINT */
+	uint64_t nr;              /* SYSCALL: the system call number */
+	bool exit;                /* SYSCALL: its exit, not its entry */
+	int child;                /* THREAD */
+	uint64_t entry;           /* EXEC: where the program starts (AT_ENTRY) */
+	const char *exe;          /* EXEC: a path the checker can open the
+				   * executable by (for --from) */
+	bool program;             /* EXITED: the last of the program */
+	int status;               /* EXITED with PROGRAM: the wait status */
+	const char *error;        /* EXITED with PROGRAM: why the program could
+				   * not be started, or NULL */
+};
+
+struct val_driver_opts {
+	size_t size;              /* sizeof(struct val_driver_opts) */
+	/* The checker will run threads at full speed (VAL_RESUME_SYSCALLS)
+	 * and set breakpoints besides the one where checking starts: a driver
+	 * whose breakpoints are bytes in the program's memory keeps them out
+	 * of the processes the program forks. */
+	bool run_free;
+};
+
+/* One program under a driver: the first member of the driver's state. */
+struct val_driver {
+	const struct val_driver_ops *ops;
+};
+
+/* Strings and events a driver returns stay valid until its next wait. */
+struct val_driver_ops {
+	size_t size;              /* sizeof(struct val_driver_ops) */
+	/* Start ARGV[0] (searched in PATH) with ARGV; nothing is reported
+	 * before its first VAL_EV_EXEC but its VAL_EV_EXITED. 0 or a BK_E_*
+	 * code with WHY (one line) saying why. */
+	int (*start)(char *const *argv, const struct val_driver_opts *opts,
+		     struct val_driver **out, char *why, size_t whylen);
+	/* Free D and its space; what is left of the program dies. */
+	void (*close)(struct val_driver *d);
+	/* The next event: 1 with *EV filled, 0 when nothing is left to
+	 * report, or a BK_E_* code when the program was lost. */
+	int (*wait)(struct val_driver *d, struct val_event *ev);
+	/* Resume stopped thread TID, passing signal SIG (0: none).
+	 * BK_E_NOT_FOUND: it is gone (its exit follows). */
+	int (*resume)(struct val_driver *d, int tid, enum val_resume how, int sig);
+	/* Stop thread TID, which runs: 0, and VAL_EV_STOPPED follows unless
+	 * it stops otherwise first; BK_E_NOT_FOUND, and nothing follows. */
+	int (*interrupt)(struct val_driver *d, int tid);
+	/* Kill the program: the exits of its threads follow. */
+	void (*kill)(struct val_driver *d);
+	/* The registers of stopped thread TID under their DWARF numbers:
+	 * every general register and the PC (x86-64: 0..16) and rflags.
+	 * BK_E_NOT_FOUND: it is gone (its exit follows). */
+	int (*regs)(struct val_driver *d, int tid, struct bk_regs *out);
+	/* Up to LEN bytes of memory at ADDR, as the program reads them:
+	 * how many could be read (a prefix; 0: none). */
+	size_t (*read)(struct val_driver *d, uint64_t addr, void *dst, size_t len);
+	/* A breakpoint at ADDR: a thread at full speed reaching it reports
+	 * VAL_EV_BREAKPOINT. One that is set already stays (0). BK_E_MEMORY:
+	 * no code there to set it in. */
+	int (*insert_bp)(struct val_driver *d, uint64_t addr);
+	/* Take it out. RESTORE false: the code under it is gone (unmapped or
+	 * replaced) and must not be written. */
+	void (*remove_bp)(struct val_driver *d, uint64_t addr, bool restore);
+	/* Whether the program has a handler for SIG; true when it cannot be
+	 * told (the checker then knows a handler by its first stop). */
+	bool (*catches)(struct val_driver *d, int sig);
+	/* The program's space, opened with thread TID stopped: modules from
+	 * its map (the checker finds function entries in space->mods), memory
+	 * read as read() reads it, owned by the driver until the next exec or
+	 * close. Refresh after a system call may have mapped code
+	 * (*ADDED: modules added; none are dropped). Invalidate before a walk:
+	 * forget memory the program may have written since the last. */
+	int (*space_open)(struct val_driver *d, int tid, struct bk_space **out);
+	int (*space_refresh)(struct val_driver *d, size_t *added);
+	void (*space_invalidate)(struct val_driver *d);
+};
+
+/* The program as a child of ours, under ptrace (x86-64 Linux). */
+BK_HIDDEN extern const struct val_driver_ops val_ptrace_driver;
 
 /* ---- Internal ----------------------------------------------------------- */
 

@@ -1,75 +1,66 @@
-/* The validator's ptrace driver: run the program, single-step its threads,
- * keep their shadow stacks and compare a walk at every checked instruction.
+/* The validator's checker: runs a program under a driver (val.h,
+ * "Drivers"), single-steps its threads, keeps their shadow stacks and
+ * compares a walk at every checked instruction. It knows the program only
+ * through the driver's ops (stops, registers, memory, breakpoints and a
+ * space), so one checker serves every driver.
  *
- * Start. The child stops itself, is seized (PTRACE_O_TRACECLONE: threads
- * are followed; TRACEEXEC: exec is followed; EXITKILL: it dies with us) and
- * execs. At each exec a breakpoint (int3) goes on the executable's entry
- * point, or on the --from function, and the program runs at full speed to
- * it: the dynamic loader's work is not single-stepped. At the entry the
- * stack holds no frame yet (the loader jumps there with the initial SP), so
- * the shadow stack kept from there is complete: its bottom frame is _start's,
- * the outermost. From --from it is not (the frames above are unknown and
- * not compared). Threads born after that start with a complete, empty shadow
+ * Start. At each exec a breakpoint goes on the executable's entry point, or
+ * on the --from function, and the program runs at full speed to it: the
+ * dynamic loader's work is not single-stepped. At the entry the stack holds
+ * no frame yet (the loader jumps there with the initial SP), so the shadow
+ * stack kept from there is complete: its bottom frame is _start's, the
+ * outermost. From --from it is not (the frames above are unknown and not
+ * compared). Threads born after that start with a complete, empty shadow
  * stack (their first frame is libc's clone trampoline, the outermost).
  * Threads that existed already are interrupted and stepped from where they
- * are, with an incomplete one. Children made by fork or vfork are not
- * checked: with --step-all they are not traced; otherwise they are caught
- * (TRACEFORK, TRACEVFORK) only to give them our breakpoints' original bytes
- * (below, "Other processes"). exec is followed and checking restarts at the
- * new executable's entry.
+ * are, with an incomplete one. Processes the program forks are not checked
+ * (the driver keeps them out of sight). exec is followed and checking
+ * restarts at the new executable's entry.
  *
- * A step. A stepping thread is resumed with PTRACE_SINGLESTEP and reports back
- * after one instruction. The instruction at the PC is decoded once per PC
- * (the code cache) and kept as "pending" with the registers before it; at
- * the next stop, if the PC moved, it ran: a call pushes a shadow frame, a
- * syscall may be rt_sigreturn (pop to the signal marker) or change the
- * map (mmap, munmap, mprotect, pkey_mprotect, mremap: the map is re-read
- * before the next walk, new code becomes modules, and the target's cache of
- * read-only memory follows the new map), and every frame SP has passed is
- * dropped. Then, if the new PC is checked code, the thread is walked; if
- * it is not, the thread may run free (below, "Stepping over").
+ * A step. A stepping thread is resumed for one instruction and reports back
+ * after it. The instruction at the PC is decoded once per PC (the code
+ * cache) and kept as "pending" with the registers before it; at the next
+ * stop, if the PC moved, it ran: a call pushes a shadow frame, a syscall may
+ * be rt_sigreturn (pop to the signal marker) or change the map (mmap,
+ * munmap, mprotect, pkey_mprotect, mremap: the map is re-read before the
+ * next walk, new code becomes modules, and the space's cache of read-only
+ * memory follows the new map), and every frame SP has passed is dropped.
+ * Then, if the new PC is checked code, the thread is walked; if it is not,
+ * the thread may run free (below, "Stepping over").
  *
- * Signals. A signal-delivery stop is passed on with the step. When the
- * program catches the signal (/proc/PID/status SigCgt), the kernel stops
- * the thread again at the handler's first instruction (the step reports
- * there): the interrupted context becomes a SIGNAL marker, expected back as
- * a signal frame with the interrupted PC, SP and general registers (rax
- * excepted: a restarted system call changes it), and the handler's return
- * into the trampoline a HANDLER frame.
+ * Signals. A signal about to be delivered is passed on with the step. When
+ * the program catches the signal, the thread stops again at the handler's
+ * first instruction (the step reports there): the interrupted context
+ * becomes a SIGNAL marker, expected back as a signal frame with the
+ * interrupted PC, SP and general registers (rax excepted: a restarted
+ * system call changes it), and the handler's return into the trampoline a
+ * HANDLER frame.
  *
- * Limits (documented, not hidden): a SIGTRAP the program raises itself is
- * taken for a step and swallowed; code written at run time is decoded once
+ * Limits (documented, not hidden): code written at run time is decoded once
  * per PC (JITs, self-modifying code); the first instructions of a thread
- * made by a raw clone system call cannot be unwound by anyone. Stepping
- * over: a thread running free through an entry whose int3 another thread
- * has lifted for its step enters checked code unseen until its next
- * breakpoint; so does swapcontext into a context suspended in checked
- * code; the program reading its own code sees our int3s.
+ * made by a raw clone system call cannot be unwound by anyone; stepping
+ * over, swapcontext into a context suspended in checked code enters it
+ * unseen. The ptrace driver adds its own (val_ptrace.c): a SIGTRAP the
+ * program raises itself is taken for a step and swallowed; a thread running
+ * free through an entry whose int3 another thread has lifted for its step
+ * enters checked code unseen until its next breakpoint; the program reading
+ * its own code sees our int3s.
  *
- * One target and one space per executable image, kept across steps: its
- * modules and row cache stay, only the memory block cache is dropped
- * before each walk.
+ * One space per executable image, kept across steps: its modules and row
+ * cache stay, only memory the program may have written is dropped before
+ * each walk. The checker's facts are x86-64 Linux's (call and return
+ * forms, system call numbers, the signal frame). It trusts the driver to
+ * keep the contract of val.h, "Drivers": above all, that what it reads
+ * never shows a breakpoint and that each stop is reported once.
  */
-#include <errno.h>
 #include <stdarg.h>
-#include <fcntl.h>
-#include <linux/kcmp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/ptrace.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
-#include <sys/user.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "val.h"
 
-#include "../target/target.h"
 #include "../unwind/unwind.h"
 
 /* x86-64 system call numbers that move the shadow stack or the map. */
@@ -86,9 +77,11 @@
  * changed by a system call restart and rsp, rip are compared as SP, PC. */
 #define SIGNAL_KNOWN (CALLEE_SAVED | (1u << 1) | (1u << 2) | (1u << 4) | (1u << 5) | \
 		      (1u << 8) | (1u << 9) | (1u << 10) | (1u << 11))
+/* rdi (DWARF 5): a handler's first argument, the signal number. */
+#define HANDLER_SIG_REG 5
 
 /* RUNNING: before checking starts. STEPPING: single-stepped. FREE: in
- * unchecked code at full speed (PTRACE_SYSCALL), until a breakpoint, a
+ * unchecked code at full speed (VAL_RESUME_SYSCALLS), until a breakpoint, a
  * signal or rt_sigreturn brings it back. */
 enum mode { MODE_RUNNING, MODE_STEPPING, MODE_FREE };
 
@@ -107,9 +100,6 @@ struct thread {
 	/* FREE: the return it waits for (a breakpoint at RA, at SP >= CFA). */
 	bool has_ret;
 	uint64_t ret_addr, ret_cfa;
-	/* STEPPING: the breakpoint under the PC was lifted for this step. */
-	bool has_lift;
-	uint64_t lifted;
 	/* In longjmp or the exception unwinder, nested NESC deep (one calls
 	 * another), each entered at ESC_CFA - 8: it jumps to its target, so
 	 * it is stepped until SP passes ESC_CFA by a jump or a return; with
@@ -117,11 +107,10 @@ struct thread {
 	unsigned nesc;
 	bool esc_callees[4];
 	uint64_t esc_cfa[4];
-	bool in_syscall;         /* FREE: between syscall entry and exit stops */
-	bool sigreturning;       /* FREE: that syscall is rt_sigreturn */
+	bool sigreturning;       /* FREE: the system call it is in is rt_sigreturn */
 };
 
-/* A breakpoint (int3) of the stepping-over machinery. */
+/* A breakpoint of the stepping-over machinery. */
 enum {
 	BP_ENTRY = 1,            /* where checked code may be entered */
 	BP_ESCAPE = 2,           /* longjmp and kin: step all of it */
@@ -133,20 +122,8 @@ struct bp {
 	uint64_t addr;
 	uint64_t module;         /* static ones: start of the module */
 	uint32_t refs;           /* free threads waiting for a return here */
-	uint16_t lifts;          /* stepping threads executing the original */
 	uint8_t flags;           /* BP_*; 0: a return breakpoint only */
-	uint8_t orig;            /* the program's byte */
-	bool inserted;           /* the program's memory holds int3 */
-};
-
-/* A process made by fork, vfork or clone without CLONE_THREAD. With its
- * own memory it gets the original bytes back and is let go; sharing ours
- * (vfork) it runs traced until exec, stepped over our breakpoints. */
-struct foreign {
-	int pid;
-	bool decided, shared, release;
-	bool has_lift;
-	uint64_t lifted;
+	bool set;                /* the driver has it */
 };
 
 struct mm_slot {
@@ -157,20 +134,19 @@ struct mm_slot {
 struct run {
 	const struct val_opts *o;
 	struct val_result *res;
-	int pid;
+	const struct val_driver_ops *dops;
+	struct val_driver *d;
 	struct thread **threads;
 	size_t nthreads, cap;
 	struct thread *last;
-	struct bk_target *target;
-	struct bk_space *space;
+	struct bk_space *space;  /* the driver's, for the current image */
 	struct val_decoder *dec;
 	struct val_code_cache code;
 	bool maps_dirty;
 	bool triggered;
 	bool trigger_complete;  /* the breakpoint is the entry point */
-	bool bp_armed;
-	uint64_t bp_addr;
-	long bp_orig;
+	bool trigger_set;       /* the breakpoint where checking starts */
+	uint64_t trigger_addr;
 	uint64_t entry;
 	char *exe_path;         /* the executable module's path in the space */
 	uint64_t image;
@@ -180,15 +156,10 @@ struct run {
 	struct timespec t0, last_progress;
 	bool clock_started;
 	/* Stepping over (not with step_all). */
-	int memfd;               /* /proc/PID/mem: breakpoints are written there */
 	struct bp *bps;          /* entries and escapes, sorted by address */
 	size_t nbps;
 	struct bp *rbps;         /* return breakpoints elsewhere, unsorted */
 	size_t nrbps, rbps_cap;
-	struct bk_target_ops inner_ops; /* the space's own memory reads */
-	void *inner_ctx;
-	struct foreign *foreign;
-	size_t nforeign, foreign_cap;
 	uint8_t *fast_buf;      /* --method fast: the copy of a thread's stack */
 };
 
@@ -214,40 +185,34 @@ static void set_error(struct run *r, const char *fmt, ...)
 	r->res->error = base_strdup(buf);
 }
 
-/* Registers in DWARF order (rax..r15, rip) from user_regs_struct. */
-static void dwarf_regs(const struct user_regs_struct *u, uint64_t out[VAL_NREGS])
+/* The registers the shadow stack keeps: DWARF 0..16 (rax..r15, rip). */
+static void shadow_regs(const struct bk_regs *u, uint64_t out[VAL_NREGS])
 {
-	out[0] = u->rax; out[1] = u->rdx; out[2] = u->rcx; out[3] = u->rbx;
-	out[4] = u->rsi; out[5] = u->rdi; out[6] = u->rbp; out[7] = u->rsp;
-	out[8] = u->r8; out[9] = u->r9; out[10] = u->r10; out[11] = u->r11;
-	out[12] = u->r12; out[13] = u->r13; out[14] = u->r14; out[15] = u->r15;
-	out[16] = u->rip;
+	memcpy(out, u->val, VAL_NREGS * sizeof(*out));
 }
 
-static bool get_regs(int tid, struct user_regs_struct *u)
+static uint64_t pc_of(const struct bk_regs *u)
 {
-	return ptrace(PTRACE_GETREGS, tid, NULL, u) == 0;
+	return u->val[VAL_REG_PC];
 }
 
-/* Read up to LEN bytes at ADDR of the program; how many could be read. */
-static size_t read_mem(int pid, uint64_t addr, void *dst, size_t len)
+static uint64_t sp_of(const struct bk_regs *u)
 {
-	size_t done = 0;
-	while (done < len) {
-		/* Do not cross a page: the next one may be unmapped. */
-		size_t chunk = 4096 - ((addr + done) & 4095);
-		if (chunk > len - done)
-			chunk = len - done;
-		struct iovec l = { (uint8_t *)dst + done, chunk };
-		struct iovec rm = { (void *)(uintptr_t)(addr + done), chunk };
-		ssize_t n = process_vm_readv(pid, &l, 1, &rm, 1, 0);
-		if (n <= 0)
-			break;
-		done += (size_t)n;
-		if ((size_t)n < chunk)
-			break;
-	}
-	return done;
+	return u->val[VAL_REG_SP];
+}
+
+/* Read up to LEN bytes at ADDR of the program, breakpoints hidden; how
+ * many could be read. */
+static size_t read_prog(struct run *r, uint64_t addr, void *dst, size_t len)
+{
+	return r->dops->read(r->d, addr, dst, len);
+}
+
+/* System calls that change the map. */
+static bool maps_call(uint64_t nr)
+{
+	return nr == NR_MMAP || nr == NR_MPROTECT || nr == NR_MUNMAP || nr == NR_MREMAP ||
+	       nr == NR_PKEY_MPROTECT;
 }
 
 /* ---- Breakpoints --------------------------------------------------------- */
@@ -263,82 +228,27 @@ static struct bp *find_bp(struct run *r, uint64_t addr)
 	return NULL;
 }
 
-/* Put the program's memory in the state B wants: int3 while anyone needs
- * it and no stepping thread executes the original instruction. */
+/* Give the driver what B wants: a breakpoint while anyone needs it. One
+ * the driver cannot set stays unset. */
 static void sync_bp(struct run *r, struct bp *b)
 {
-	bool want = (b->flags || b->refs) && !b->lifts;
-	if (want == b->inserted || r->memfd < 0)
+	bool want = b->flags || b->refs;
+	if (want == b->set)
 		return;
-	uint8_t byte = want ? 0xcc : b->orig;
-	if (pwrite(r->memfd, &byte, 1, (off_t)b->addr) == 1)
-		b->inserted = want;
+	if (want) {
+		b->set = r->dops->insert_bp(r->d, b->addr) == 0;
+	} else {
+		r->dops->remove_bp(r->d, b->addr, true);
+		b->set = false;
+	}
 }
 
 /* Forget a return breakpoint nobody needs any more. */
 static void gc_bp(struct run *r, struct bp *b)
 {
-	if (!r->nrbps || b < r->rbps || b >= r->rbps + r->nrbps || b->refs || b->lifts ||
-	    b->inserted)
+	if (!r->nrbps || b < r->rbps || b >= r->rbps + r->nrbps || b->refs || b->set)
 		return;
 	*b = r->rbps[--r->nrbps];
-}
-
-/* The program's bytes as they are without our breakpoints. */
-static void overlay(const struct run *r, uint64_t addr, void *buf, size_t len)
-{
-	uint8_t *p = buf;
-	uint64_t end = addr + len;
-	size_t lo = BASE_COUNT_LT(r->bps, r->nbps, addr, addr);
-	for (size_t i = lo; i < r->nbps && r->bps[i].addr < end; i++)
-		if (r->bps[i].inserted)
-			p[r->bps[i].addr - addr] = r->bps[i].orig;
-	for (size_t i = 0; i < r->nrbps; i++)
-		if (r->rbps[i].inserted && r->rbps[i].addr >= addr && r->rbps[i].addr < end)
-			p[r->rbps[i].addr - addr] = r->rbps[i].orig;
-}
-
-/* Reads of the program, breakpoints hidden. */
-static size_t read_prog(struct run *r, uint64_t addr, void *dst, size_t len)
-{
-	size_t n = read_mem(r->pid, addr, dst, len);
-	overlay(r, addr, dst, n);
-	return n;
-}
-
-/* The space's memory callback while breakpoints exist: the unwinder reads
- * code too (signal trampolines, the frame-pointer fallback's prologues). */
-static int space_read(void *ctx, uint64_t addr, void *dst, size_t len)
-{
-	struct run *r = ctx;
-	int err = r->inner_ops.read_mem(r->inner_ctx, addr, dst, len);
-	if (!err)
-		overlay(r, addr, dst, len);
-	return err;
-}
-
-static void lift(struct run *r, struct thread *t, uint64_t pc)
-{
-	struct bp *b = find_bp(r, pc);
-	if (!b || t->has_lift)
-		return;
-	b->lifts++;
-	sync_bp(r, b);
-	t->has_lift = true;
-	t->lifted = pc;
-}
-
-static void unlift(struct run *r, struct thread *t)
-{
-	if (!t->has_lift)
-		return;
-	t->has_lift = false;
-	struct bp *b = find_bp(r, t->lifted);
-	if (!b || !b->lifts)
-		return;
-	b->lifts--;
-	sync_bp(r, b);
-	gc_bp(r, b);
 }
 
 /* T waits for a return to ADDR at SP >= CFA. */
@@ -346,9 +256,6 @@ static bool add_return(struct run *r, struct thread *t, uint64_t addr, uint64_t 
 {
 	struct bp *b = find_bp(r, addr);
 	if (!b) {
-		uint8_t orig;
-		if (r->memfd < 0 || pread(r->memfd, &orig, 1, (off_t)addr) != 1)
-			return false;
 		if (r->nrbps == r->rbps_cap) {
 			size_t ncap = r->rbps_cap ? r->rbps_cap * 2 : 16;
 			void *p = base_realloc(r->rbps, ncap * sizeof(*r->rbps));
@@ -358,11 +265,11 @@ static bool add_return(struct run *r, struct thread *t, uint64_t addr, uint64_t 
 			r->rbps_cap = ncap;
 		}
 		b = &r->rbps[r->nrbps++];
-		*b = (struct bp){ .addr = addr, .orig = orig };
+		*b = (struct bp){ .addr = addr };
 	}
 	b->refs++;
 	sync_bp(r, b);
-	if (!b->inserted && !b->lifts) {
+	if (!b->set) {
 		b->refs--;
 		gc_bp(r, b);
 		return false;
@@ -384,27 +291,6 @@ static void drop_return(struct run *r, struct thread *t)
 	b->refs--;
 	sync_bp(r, b);
 	gc_bp(r, b);
-}
-
-static bool caught(int pid, int sig)
-{
-	return sig > 0 && sig <= 64 && (tgt_proc_status_mask(pid, "SigCgt") >> (sig - 1) & 1);
-}
-
-/* AT_ENTRY from /proc/PID/auxv, or 0. */
-static uint64_t auxv_entry(int pid)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	uint64_t kv[2], entry = 0;
-	while (read(fd, kv, sizeof(kv)) == (ssize_t)sizeof(kv) && kv[0] != 0)
-		if (kv[0] == 9 /* AT_ENTRY */)
-			entry = kv[1];
-	close(fd);
-	return entry;
 }
 
 /* ---- Threads ------------------------------------------------------------- */
@@ -460,7 +346,6 @@ static void drop_thread(struct run *r, int tid)
 				r->last = NULL;
 			/* Its breakpoints go (the process may live on). */
 			drop_return(r, r->threads[i]);
-			unlift(r, r->threads[i]);
 			free_thread(r->threads[i]);
 			r->threads[i] = r->threads[--r->nthreads];
 			return;
@@ -807,7 +692,7 @@ static void module_entries(struct run *r, const struct uw_module *m, bool whole,
 		size_t len = arrays[k][1] < sizeof(words) ? arrays[k][1] : sizeof(words);
 		if (!arrays[k][0] || !len)
 			continue;
-		size_t got = read_mem(r->pid, arrays[k][0] + (uint64_t)m->bias, words, len);
+		size_t got = read_prog(r, arrays[k][0] + (uint64_t)m->bias, words, len);
 		for (size_t i = 0; i < got / 8; i++)
 			if (words[i] >= m->start && words[i] < m->end && is_checked(r, words[i]))
 				bp_list_add(out, words[i], m->start, BP_ENTRY);
@@ -830,7 +715,7 @@ static void module_entries(struct run *r, const struct uw_module *m, bool whole,
  * (its memory is not ours to write any more). */
 static void rebuild_bps(struct run *r)
 {
-	if (r->o->step_all || !r->space || r->memfd < 0)
+	if (r->o->step_all || !r->space)
 		return;
 	const char *fnames[64];
 	size_t nfn = 0;
@@ -859,74 +744,61 @@ static void rebuild_bps(struct run *r)
 			l.v[n++] = l.v[i];
 	}
 	l.n = n;
-	/* Carry the old state over; take over return breakpoints there. */
+	/* Carry the old state over (a breakpoint of the same module, or a
+	 * return breakpoint there): it is the new one's now. */
 	for (size_t i = 0; i < l.n; i++) {
 		struct bp *nb = &l.v[i];
 		struct bp *old = find_bp(r, nb->addr);
-		if (old && (old->flags == 0 || old->module == nb->module)) {
-			uint8_t flags = nb->flags;
-			uint64_t module = nb->module;
-			*nb = *old;
-			nb->flags = flags;
-			nb->module = module;
-			if (old->flags == 0) {
-				old->refs = old->lifts = 0;
-				old->inserted = false;
-				gc_bp(r, old);
-			}
+		if (!old || (old->flags && old->module != nb->module))
 			continue;
-		}
-		uint8_t orig;
-		if (pread(r->memfd, &orig, 1, (off_t)nb->addr) != 1) {
-			nb->flags = 0; /* unreadable: never set */
-			continue;
-		}
-		nb->orig = orig;
+		nb->refs = old->refs;
+		nb->set = old->set;
+		old->refs = 0;
+		old->set = false;
+		gc_bp(r, old);
 	}
-	/* Old ones no longer wanted, in a module still mapped: restore. */
+	/* Old ones not carried over: taken out, and written back only where
+	 * their module is still mapped. */
 	for (size_t i = 0; i < r->nbps; i++) {
-		struct bp *ob = &r->bps[i];
-		if (bsearch(ob, l.v, l.n, sizeof(*l.v), cmp_bp))
+		const struct bp *ob = &r->bps[i];
+		if (!ob->set)
 			continue;
 		const struct uw_module *m = uw_space_find(r->space, ob->addr);
-		if (ob->inserted && m && m->start == ob->module) {
-			ob->flags = 0;
-			ob->refs = 0;
-			ob->lifts = 0;
-			sync_bp(r, ob);
-		}
+		r->dops->remove_bp(r->d, ob->addr, m && m->start == ob->module);
 	}
 	base_free(r->bps);
 	r->bps = l.v;
 	r->nbps = l.n;
 	size_t entries = 0;
 	for (size_t i = 0; i < r->nbps; i++) {
-		sync_bp(r, &r->bps[i]);
-		entries += (r->bps[i].flags & BP_ENTRY) != 0;
+		struct bp *b = &r->bps[i];
+		sync_bp(r, b);
+		if (!b->set)
+			b->flags = 0; /* no code to set it in: never reached */
+		entries += (b->flags & BP_ENTRY) != 0;
 	}
 	r->res->stats.breakpoints = entries;
 }
 
-/* Forget every breakpoint without writing (the image is gone). */
+/* Forget every breakpoint (the image is gone, and the driver's went with
+ * it). */
 static void forget_bps(struct run *r)
 {
 	base_free(r->bps);
 	r->bps = NULL;
 	r->nbps = 0;
 	r->nrbps = 0;
-	if (r->memfd >= 0)
-		close(r->memfd);
-	r->memfd = -1;
 }
 
-/* ---- The target of the current image ------------------------------------- */
+/* ---- The space of the current image -------------------------------------- */
 
-static int open_target(struct run *r, int tid)
+static int open_space(struct run *r, int tid)
 {
-	int err = uw_target_adopt(r->pid, &tid, 1, &r->target);
-	if (err)
+	int err = r->dops->space_open(r->d, tid, &r->space);
+	if (err) {
+		r->space = NULL;
 		return err;
-	r->space = bk_target_space(r->target);
+	}
 	if (r->o->fp_only)
 		bk_space_set_flags(r->space, BK_SPACE_NO_CFI);
 	struct bk_module_info mi;
@@ -936,33 +808,15 @@ static int open_target(struct run *r, int tid)
 		r->exe_path = base_strdup(mi.path);
 	val_code_clear(&r->code);
 	r->maps_dirty = false;
-	if (!r->o->step_all) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/mem", r->pid);
-		if (r->memfd < 0)
-			r->memfd = open(path, O_RDWR | O_CLOEXEC);
-		r->inner_ops = r->space->ops;
-		r->inner_ctx = r->space->ctx;
-		r->space->ops.read_mem = space_read;
-		r->space->ctx = r;
-		rebuild_bps(r);
-	}
+	rebuild_bps(r);
 	return 0;
-}
-
-static void close_target(struct run *r)
-{
-	bk_target_close(r->target);
-	r->target = NULL;
-	r->space = NULL;
-	val_code_clear(&r->code);
 }
 
 static void refresh_modules(struct run *r)
 {
 	size_t added = 0;
 	r->maps_dirty = false;
-	if (uw_target_refresh(r->target, &added) == 0 && added) {
+	if (r->dops->space_refresh(r->d, &added) == 0 && added) {
 		val_code_clear(&r->code);
 		r->res->stats.refreshes++;
 		rebuild_bps(r);
@@ -1019,12 +873,11 @@ static void settle(struct run *r, struct thread *t, const uint64_t now[VAL_NREGS
 		}
 		case VAL_INSN_SYSCALL: {
 			/* The map changed: new code may need modules, and the
-			 * target keeps read-only memory cached by the map. */
+			 * space keeps read-only memory cached by the map. */
 			uint64_t nr = t->pre[0];
 			if (nr == NR_RT_SIGRETURN)
 				val_shadow_sigreturn(&t->shadow);
-			else if (nr == NR_MMAP || nr == NR_MPROTECT || nr == NR_MUNMAP ||
-				 nr == NR_MREMAP || nr == NR_PKEY_MPROTECT)
+			else if (maps_call(nr))
 				r->maps_dirty = true;
 			break;
 		}
@@ -1065,7 +918,7 @@ static void handler_entry(struct run *r, struct thread *t, const uint64_t now[VA
 	 * call restart moves it back over the syscall instruction. */
 	uint64_t gregs[23] = { 0 };
 	uint64_t ip = in[VAL_REG_PC];
-	if (read_mem(r->pid, now[VAL_REG_SP] + 8 + 40, gregs, sizeof(gregs)) == sizeof(gregs)) {
+	if (read_prog(r, now[VAL_REG_SP] + 8 + 40, gregs, sizeof(gregs)) == sizeof(gregs)) {
 		if (gregs[15] != in[VAL_REG_SP])
 			st->anomalies++;
 		if (gregs[16] == ip || gregs[16] == ip - 2)
@@ -1086,7 +939,7 @@ static void handler_entry(struct run *r, struct thread *t, const uint64_t now[VA
 	memcpy(m.regs, in, sizeof(m.regs));
 	val_shadow_push(&t->shadow, &m);
 	uint64_t restorer = 0;
-	read_mem(r->pid, hsp, &restorer, sizeof(restorer));
+	read_prog(r, hsp, &restorer, sizeof(restorer));
 	struct val_frame h = {
 		.ra = restorer,
 		.cfa = hsp + 8,
@@ -1098,18 +951,13 @@ static void handler_entry(struct run *r, struct thread *t, const uint64_t now[VA
 	st->signals++;
 }
 
-static void check(struct run *r, struct thread *t, const struct user_regs_struct *u,
-		  struct val_code *c)
+static void check(struct run *r, struct thread *t, const struct bk_regs *u, struct val_code *c)
 {
 	struct val_stats *st = &r->res->stats;
-	uint64_t words[TGT_X86_64_USER_REGS];
-	struct bk_regs regs;
-	memcpy(words, u, sizeof(words));
-	tgt_regs_x86_64(words, &regs);
-	uw_target_invalidate(r->target);
+	r->dops->space_invalidate(r->d);
 	struct val_walk_in in = {
 		.space = r->space,
-		.regs = &regs,
+		.regs = u,
 		.shadow = &t->shadow,
 		.complete = t->complete,
 		.max_frames = r->o->max_frames,
@@ -1136,16 +984,16 @@ static void check(struct run *r, struct thread *t, const struct user_regs_struct
 	if (!ok) {
 		/* Without CFI the fallback can only guess; with --method fp
 		 * guessing is what is measured. */
-		if (record(r, t, &mm, u->rip) && !r->o->fp_only)
+		if (record(r, t, &mm, pc_of(u)) && !r->o->fp_only)
 			st->nocfi_insns++;
 		else
 			st->bad_insns++;
 	}
 	if (r->o->fast_walk) {
 		struct uw_window win;
-		bool have = fast_window(r, u->rsp, &win);
+		bool have = fast_window(r, sp_of(u), &win);
 		if (!val_check_fast(&in, have ? &win : NULL, st, &mm)) {
-			record(r, t, &mm, u->rip);
+			record(r, t, &mm, pc_of(u));
 			st->bad_insns++;
 		}
 	}
@@ -1154,15 +1002,15 @@ static void check(struct run *r, struct thread *t, const struct user_regs_struct
 /* ---- Stepping over unchecked code ----------------------------------------
  *
  * A stepping thread that stands in unchecked code runs there at full speed
- * (PTRACE_SYSCALL, to see the system calls that change the map) until its
- * innermost known frame T (the top of the shadow stack, gaps aside) is
- * returned to: an int3 at T's return address, taken when SP >= T's CFA
+ * (VAL_RESUME_SYSCALLS, to see the system calls that change the map) until
+ * its innermost known frame T (the top of the shadow stack, gaps aside) is
+ * returned to: a breakpoint at T's return address, taken when SP >= T's CFA
  * (deeper recursion through the same address comes back as an entry).
  * The frames made meanwhile are unknown: a gap goes on the shadow stack,
  * dead with T. Checked code can be entered without that return:
  *
  *   - a call from the free code (callbacks: qsort's comparator, a thread's
- *     start routine, atexit handlers, constructors): an int3 on every
+ *     start routine, atexit handlers, constructors): a breakpoint on every
  *     function of the checked code (its FDEs, function symbols, DT_INIT,
  *     DT_FINI, the init/fini arrays, the PLT's slots but the lazy-binding
  *     stub). The thread steps from there, with
@@ -1171,18 +1019,17 @@ static void check(struct run *r, struct thread *t, const struct user_regs_struct
  *   - a signal: its delivery stops the thread anyway; a caught one is
  *     delivered single-stepping, so the handler's first instruction is
  *     stepped as before, its frames above the gap;
- *   - longjmp, setcontext, exceptions: an int3 on longjmp and kin and on
- *     the unwinder's entries (_Unwind_RaiseException, _Unwind_Resume, ...):
- *     the thread steps from there until SP passes that entry's CFA by a
- *     jump (the landing), the unwinder's callees excepted;
+ *   - longjmp, setcontext, exceptions: a breakpoint on longjmp and kin and
+ *     on the unwinder's entries (_Unwind_RaiseException, _Unwind_Resume,
+ *     ...): the thread steps from there until SP passes that entry's CFA by
+ *     a jump (the landing), the unwinder's callees excepted;
  *   - rt_sigreturn (seen at its system-call stop): steps after it.
  *
- * Breakpoints live in the program's memory (written through /proc/PID/mem;
- * the debug registers would be per thread, but do not fire on every
- * machine we run on), so every read of code (decoder, unwinder) sees the
- * original bytes through overlay(), a stepping thread executes the
- * original instruction with the int3 lifted for one step, and a child of
- * fork gets the original bytes back before it is let go.
+ * The checker says where breakpoints go and what each is for; the driver
+ * sets them, hides them from every read of code (decoder, unwinder) and
+ * steps a thread over one that stands under it (val_ptrace.c: int3 bytes
+ * in the program's memory, lifted for a step, kept out of forked children).
+ * A thread standing on a breakpoint is stepped, never run free from it.
  */
 
 /* A gap on top of the shadow stack, dead with the frame below (CFA). */
@@ -1195,17 +1042,16 @@ static void ensure_gap(struct thread *t, uint64_t cfa)
 }
 
 /* T stands in unchecked code: let it run free if it can come back. */
-static bool try_free(struct run *r, struct thread *t, const struct user_regs_struct *u)
+static bool try_free(struct run *r, struct thread *t, const struct bk_regs *u)
 {
-	if (r->o->step_all || !r->target || r->memfd < 0 || t->entering || t->has_lift ||
-	    find_bp(r, u->rip))
+	if (r->o->step_all || !r->space || t->entering || find_bp(r, pc_of(u)))
 		return false;
 	const struct val_frame *top = top_known(t);
 	if (top && top->kind == VAL_FRAME_SIGNAL)
 		return false; /* the trampoline's rt_sigreturn is next: step it */
 	if (t->nesc && (!t->esc_callees[t->nesc - 1] || !top || top->cfa >= t->esc_cfa[t->nesc - 1]))
 		return false;
-	if (top && u->rsp >= top->cfa)
+	if (top && sp_of(u) >= top->cfa)
 		return false;
 	uint64_t ra = top ? top->ra : 0, cfa = top ? top->cfa : UINT64_MAX;
 	if (top && !add_return(r, t, ra, cfa))
@@ -1213,24 +1059,24 @@ static bool try_free(struct run *r, struct thread *t, const struct user_regs_str
 	ensure_gap(t, cfa);
 	t->mode = MODE_FREE;
 	t->have_pending = false;
-	t->in_syscall = t->sigreturning = false;
+	t->sigreturning = false;
 	r->res->stats.free_runs++;
-	ptrace(PTRACE_SYSCALL, t->tid, NULL, NULL);
+	r->dops->resume(r->d, t->tid, VAL_RESUME_SYSCALLS, 0);
 	return true;
 }
 
 /* A free thread comes back to stepping at U (HIT: the breakpoint it
  * stopped at, or NULL). */
-static void back_to_stepping(struct run *r, struct thread *t, const struct user_regs_struct *u,
+static void back_to_stepping(struct run *r, struct thread *t, const struct bk_regs *u,
 			     const struct bp *hit)
 {
-	uint64_t sp = u->rsp;
+	uint64_t sp = sp_of(u);
 	bool own = t->has_ret && hit && hit->addr == t->ret_addr && sp >= t->ret_cfa;
 	bool entry = hit && hit->flags;
 	drop_return(r, t);
 	t->mode = MODE_STEPPING;
 	t->have_pending = false;
-	t->in_syscall = t->sigreturning = false;
+	t->sigreturning = false;
 	val_shadow_drop_dead(&t->shadow, sp);
 	if (own)
 		return;
@@ -1249,8 +1095,8 @@ static void back_to_stepping(struct run *r, struct thread *t, const struct user_
 	if (entry) {
 		/* Called from the free code: its caller's frame is known. */
 		struct val_frame f = { .cfa = sp + 8, .known = CALLEE_SAVED, .kind = VAL_FRAME_CALL };
-		read_mem(r->pid, sp, &f.ra, sizeof(f.ra));
-		dwarf_regs(u, f.regs);
+		read_prog(r, sp, &f.ra, sizeof(f.ra));
+		shadow_regs(u, f.regs);
 		val_shadow_push(&t->shadow, &f);
 	}
 }
@@ -1258,109 +1104,104 @@ static void back_to_stepping(struct run *r, struct thread *t, const struct user_
 /* At an instruction of a stepping thread: compare a walk if it is checked
  * code, note the instruction as pending, and step it (or let it run free
  * in unchecked code). SIG goes with the step (a signal being delivered). */
-static void at_instruction(struct run *r, struct thread *t, const struct user_regs_struct *u,
-			   bool walk, int sig)
+static void at_instruction(struct run *r, struct thread *t, const struct bk_regs *u, bool walk,
+			   int sig)
 {
-	if (r->maps_dirty && r->target)
+	uint64_t pc = pc_of(u);
+	if (r->maps_dirty && r->space)
 		refresh_modules(r);
-	const struct val_code *c = code_at(r, u->rip);
-	const struct bp *b = r->nbps || r->nrbps ? find_bp(r, u->rip) : NULL;
+	const struct val_code *c = code_at(r, pc);
+	const struct bp *b = r->nbps || r->nrbps ? find_bp(r, pc) : NULL;
 	if (b && (b->flags & (BP_ESCAPE | BP_ESCAPE_CALLEES)) &&
-	    (!t->nesc || u->rsp + 8 < t->esc_cfa[t->nesc - 1])) {
+	    (!t->nesc || sp_of(u) + 8 < t->esc_cfa[t->nesc - 1])) {
 		if (t->nesc == sizeof(t->esc_cfa) / sizeof(*t->esc_cfa))
 			t->nesc--; /* deeper still: the innermost one counts */
 		t->esc_callees[t->nesc] = !(b->flags & BP_ESCAPE);
-		t->esc_cfa[t->nesc++] = u->rsp + 8;
+		t->esc_cfa[t->nesc++] = sp_of(u) + 8;
 	}
-	if (walk && c->checked && r->target)
+	if (walk && c->checked && r->space)
 		check(r, t, u, (struct val_code *)c);
 	if (!sig && !c->checked && try_free(r, t, u))
 		return;
 	t->pending = *c;
-	t->pending.pc = u->rip;
+	t->pending.pc = pc;
 	t->have_pending = true;
-	dwarf_regs(u, t->pre);
-	if (b)
-		lift(r, t, u->rip);
-	ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(uintptr_t)sig);
+	shadow_regs(u, t->pre);
+	r->dops->resume(r->d, t->tid, VAL_RESUME_STEP, sig);
 }
 
 /* A system-call stop of a free thread: the map may change; rt_sigreturn
  * pops the shadow stack to its signal marker and the thread steps on
  * from the restored context. */
-static void on_syscall_stop(struct run *r, struct thread *t, const struct user_regs_struct *u)
+static void on_syscall_stop(struct run *r, struct thread *t, const struct val_event *ev)
 {
-	t->in_syscall = !t->in_syscall;
-	uint64_t nr = u->orig_rax;
-	if (t->in_syscall) {
-		t->sigreturning = nr == NR_RT_SIGRETURN;
-	} else if (nr == NR_MMAP || nr == NR_MPROTECT || nr == NR_MUNMAP || nr == NR_MREMAP ||
-		   nr == NR_PKEY_MPROTECT) {
+	if (!ev->exit) {
+		t->sigreturning = ev->nr == NR_RT_SIGRETURN;
+	} else if (maps_call(ev->nr)) {
 		/* At the exit: read at the entry, the map could be re-read
 		 * (for another thread) before the change is made. */
 		r->maps_dirty = true;
 	} else if (t->sigreturning) {
+		struct bk_regs u;
+		if (r->dops->regs(r->d, t->tid, &u) != 0)
+			return;
 		val_shadow_sigreturn(&t->shadow);
-		back_to_stepping(r, t, u, NULL);
-		at_instruction(r, t, u, true, 0);
+		back_to_stepping(r, t, &u, NULL);
+		at_instruction(r, t, &u, true, 0);
 		return;
 	}
-	ptrace(PTRACE_SYSCALL, t->tid, NULL, NULL);
+	r->dops->resume(r->d, t->tid, VAL_RESUME_SYSCALLS, 0);
 }
 
 /* A stop of a free thread: a system call, one of our breakpoints, or a
  * signal. */
-static void on_free_stop(struct run *r, struct thread *t, int sig)
+static void on_free_stop(struct run *r, struct thread *t, const struct val_event *ev)
 {
-	struct user_regs_struct u;
-	if (!get_regs(t->tid, &u))
-		return;
-	if (sig == (SIGTRAP | 0x80)) {
-		on_syscall_stop(r, t, &u);
+	struct bk_regs u;
+	if (ev->kind == VAL_EV_SYSCALL) {
+		on_syscall_stop(r, t, ev);
 		return;
 	}
-	const struct bp *b = sig == SIGTRAP ? find_bp(r, u.rip - 1) : NULL;
-	if (b) {
-		u.rip--;
-		ptrace(PTRACE_SETREGS, t->tid, NULL, &u);
-		back_to_stepping(r, t, &u, b);
+	if (ev->kind == VAL_EV_SIGNAL && !r->dops->catches(r->d, ev->sig)) {
+		r->dops->resume(r->d, t->tid, VAL_RESUME_SYSCALLS, ev->sig);
+		return;
+	}
+	if (r->dops->regs(r->d, t->tid, &u) != 0)
+		return;
+	if (ev->kind == VAL_EV_BREAKPOINT) {
+		back_to_stepping(r, t, &u, find_bp(r, ev->addr));
 		at_instruction(r, t, &u, true, 0);
-		return;
-	}
-	if (!caught(r->pid, sig)) {
-		ptrace(PTRACE_SYSCALL, t->tid, NULL, (void *)(uintptr_t)sig);
 		return;
 	}
 	/* A handler will run: enter it single-stepping. */
 	back_to_stepping(r, t, &u, NULL);
 	t->entering = true;
-	t->entering_sig = sig;
-	dwarf_regs(&u, t->sig_regs);
-	at_instruction(r, t, &u, false, sig);
+	t->entering_sig = ev->sig;
+	shadow_regs(&u, t->sig_regs);
+	at_instruction(r, t, &u, false, ev->sig);
 }
 
-/* A stop of a stepping thread: the step is done (SIGTRAP), or a signal is
+/* A stop of a stepping thread: the step is done (SIG 0), or signal SIG is
  * about to be delivered. */
 static void on_step_stop(struct run *r, struct thread *t, int sig)
 {
-	unlift(r, t);
-	struct user_regs_struct u;
-	if (!get_regs(t->tid, &u))
+	struct bk_regs u;
+	if (r->dops->regs(r->d, t->tid, &u) != 0)
 		return; /* gone: its exit is reported next */
 	uint64_t now[VAL_NREGS];
-	dwarf_regs(&u, now);
+	shadow_regs(&u, now);
 	/* Out of longjmp or the unwinder: SP passed its entry's CFA by a
 	 * jump (a move to RSP inside it does not count). */
-	bool jumped = !(t->have_pending && u.rip == t->pending.pc + t->pending.len);
-	while (t->nesc && jumped && u.rsp >= t->esc_cfa[t->nesc - 1])
+	bool jumped = !(t->have_pending && pc_of(&u) == t->pending.pc + t->pending.len);
+	while (t->nesc && jumped && sp_of(&u) >= t->esc_cfa[t->nesc - 1])
 		t->nesc--;
-	if (sig == SIGTRAP)
+	if (!sig)
 		r->res->stats.insns_stepped++;
 	bool entered = false;
 	if (t->entering) {
 		t->entering = false;
 		/* The handler's first instruction: rdi holds the signal number. */
-		if (sig == SIGTRAP && u.rdi == (uint64_t)t->entering_sig) {
+		if (!sig && u.val[HANDLER_SIG_REG] == (uint64_t)t->entering_sig) {
 			handler_entry(r, t, now);
 			t->have_pending = false;
 			entered = true;
@@ -1368,12 +1209,12 @@ static void on_step_stop(struct run *r, struct thread *t, int sig)
 	}
 	if (!entered)
 		settle(r, t, now);
-	if (sig == SIGTRAP) {
+	if (!sig) {
 		at_instruction(r, t, &u, true, 0);
 		return;
 	}
 	/* A signal to deliver; the state is the one already compared. */
-	if (caught(r->pid, sig)) {
+	if (r->dops->catches(r->d, sig)) {
 		t->entering = true;
 		t->entering_sig = sig;
 		memcpy(t->sig_regs, now, sizeof(now));
@@ -1383,14 +1224,14 @@ static void on_step_stop(struct run *r, struct thread *t, int sig)
 
 static void start_stepping(struct run *r, struct thread *t, bool complete)
 {
-	struct user_regs_struct u;
+	struct bk_regs u;
 	if (t->mode != MODE_STEPPING)
 		r->res->stats.threads++;
 	t->mode = MODE_STEPPING;
 	t->complete = complete;
 	t->want_stepping = false;
 	t->have_pending = false;
-	if (!get_regs(t->tid, &u))
+	if (r->dops->regs(r->d, t->tid, &u) != 0)
 		return;
 	at_instruction(r, t, &u, true, 0);
 }
@@ -1398,47 +1239,24 @@ static void start_stepping(struct run *r, struct thread *t, bool complete)
 static void resume(struct run *r, struct thread *t, int sig)
 {
 	if (t->mode == MODE_STEPPING) {
-		struct user_regs_struct u;
-		if (t->have_pending) {
-			ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(uintptr_t)sig);
-		} else if (get_regs(t->tid, &u)) {
+		struct bk_regs u;
+		if (t->have_pending)
+			r->dops->resume(r->d, t->tid, VAL_RESUME_STEP, sig);
+		else if (r->dops->regs(r->d, t->tid, &u) == 0)
 			at_instruction(r, t, &u, true, sig);
-		}
 		return;
 	}
-	ptrace(t->mode == MODE_FREE ? PTRACE_SYSCALL : PTRACE_CONT, t->tid, NULL,
-	       (void *)(uintptr_t)sig);
+	r->dops->resume(r->d, t->tid, t->mode == MODE_FREE ? VAL_RESUME_SYSCALLS : VAL_RESUME_RUN,
+			sig);
 }
 
-/* ---- Breakpoint and exec ------------------------------------------------- */
-
-static bool arm(struct run *r, uint64_t addr)
-{
-	errno = 0;
-	long word = ptrace(PTRACE_PEEKDATA, r->pid, (void *)(uintptr_t)addr, NULL);
-	if (errno)
-		return false;
-	long patched = (long)(((unsigned long)word & ~0xfful) | 0xcc);
-	if (ptrace(PTRACE_POKEDATA, r->pid, (void *)(uintptr_t)addr, (void *)patched) != 0)
-		return false;
-	r->bp_addr = addr;
-	r->bp_orig = word;
-	r->bp_armed = true;
-	return true;
-}
-
-static void disarm(struct run *r)
-{
-	if (r->bp_armed)
-		ptrace(PTRACE_POKEDATA, r->pid, (void *)(uintptr_t)r->bp_addr, (void *)r->bp_orig);
-	r->bp_armed = false;
-}
+/* ---- Where checking starts, and exec -------------------------------------- */
 
 /* A new image (the first exec included): forget everything of the old one,
  * put the breakpoint where checking starts and let it run there. */
-static void on_exec(struct run *r, struct thread *t)
+static void on_exec(struct run *r, struct thread *t, const struct val_event *ev)
 {
-	if (r->triggered || r->target)
+	if (r->triggered || r->space)
 		r->image++;
 	if (r->res->stats.insns_stepped || r->triggered)
 		r->res->stats.execs++;
@@ -1450,30 +1268,27 @@ static void on_exec(struct run *r, struct thread *t)
 			i++;
 		}
 	r->last = NULL;
-	t->tid = r->pid;
 	val_shadow_free(&t->shadow);
 	t->mode = MODE_RUNNING;
 	t->have_pending = t->entering = t->want_stepping = false;
-	t->has_ret = t->has_lift = t->in_syscall = t->sigreturning = false;
+	t->has_ret = t->sigreturning = false;
 	t->nesc = 0;
 	t->complete = true;
-	/* The old image's breakpoints went with it. */
+	/* The old image's breakpoints and space went with it. */
 	forget_bps(r);
-	if (r->target)
-		close_target(r);
+	r->space = NULL;
+	val_code_clear(&r->code);
 	r->triggered = false;
-	r->bp_armed = false;
+	r->trigger_set = false;
 	r->maps_dirty = false;
 
-	r->entry = auxv_entry(r->pid);
+	r->entry = ev->entry;
 	uint64_t addr = r->entry;
 	r->trigger_complete = true;
 	if (r->o->from) {
-		char exe[64];
 		uint64_t file_entry, fn;
-		snprintf(exe, sizeof(exe), "/proc/%d/exe", r->pid);
-		if (val_elf_entry(exe, &file_entry) == 0 &&
-		    val_find_function(exe, r->o->from, &fn) == 0) {
+		if (val_elf_entry(ev->exe, &file_entry) == 0 &&
+		    val_find_function(ev->exe, r->o->from, &fn) == 0) {
 			addr = fn + (r->entry - file_entry);
 			r->trigger_complete = false;
 		} else {
@@ -1481,22 +1296,26 @@ static void on_exec(struct run *r, struct thread *t)
 			set_error(r, "--from %s: no such function in the executable", r->o->from);
 		}
 	}
-	if (addr && !arm(r, addr))
-		set_error(r, "cannot set a breakpoint at %s: %s", r->o->from ? r->o->from : "the entry",
-			  strerror(errno));
-	ptrace(PTRACE_CONT, t->tid, NULL, NULL);
+	if (addr) {
+		int err = r->dops->insert_bp(r->d, addr);
+		if (err)
+			set_error(r, "cannot set a breakpoint at %s: %s",
+				  r->o->from ? r->o->from : "the entry", bk_strerror(err));
+		r->trigger_set = !err;
+		r->trigger_addr = addr;
+	}
+	r->dops->resume(r->d, t->tid, VAL_RESUME_RUN, 0);
 }
 
-/* The breakpoint was reached by T (stopped after the int3). */
-static void on_breakpoint(struct run *r, struct thread *t, struct user_regs_struct *u)
+/* T reached the breakpoint where checking starts. */
+static void on_trigger(struct run *r, struct thread *t)
 {
-	disarm(r);
-	u->rip = r->bp_addr;
-	ptrace(PTRACE_SETREGS, t->tid, NULL, u);
-	int err = open_target(r, t->tid);
+	r->dops->remove_bp(r->d, r->trigger_addr, true);
+	r->trigger_set = false;
+	int err = open_space(r, t->tid);
 	if (err) {
 		set_error(r, "cannot read the program: %s", bk_strerror(err));
-		ptrace(PTRACE_CONT, t->tid, NULL, NULL);
+		r->dops->resume(r->d, t->tid, VAL_RESUME_RUN, 0);
 		return;
 	}
 	r->triggered = true;
@@ -1508,246 +1327,73 @@ static void on_breakpoint(struct run *r, struct thread *t, struct user_regs_stru
 	}
 	for (size_t i = 0; i < r->nthreads; i++) {
 		struct thread *o = r->threads[i];
-		if (o != t && o->mode == MODE_RUNNING &&
-		    ptrace(PTRACE_INTERRUPT, o->tid, NULL, NULL) == 0)
+		if (o != t && o->mode == MODE_RUNNING && r->dops->interrupt(r->d, o->tid) == 0)
 			o->want_stepping = true;
 	}
 	start_stepping(r, t, r->trigger_complete);
 }
 
-/* ---- Other processes ------------------------------------------------------ */
-
-static struct foreign *find_foreign(struct run *r, int pid)
+/* A stop of a thread running before checking started for it. */
+static void on_running_stop(struct run *r, struct thread *t, const struct val_event *ev)
 {
-	for (size_t i = 0; i < r->nforeign; i++)
-		if (r->foreign[i].pid == pid)
-			return &r->foreign[i];
-	return NULL;
-}
-
-static void drop_foreign(struct run *r, int pid)
-{
-	struct foreign *f = find_foreign(r, pid);
-	if (f)
-		*f = r->foreign[--r->nforeign];
-}
-
-/* PID is a process of its own (not a thread of the program): decide what
- * to do with it once. */
-static struct foreign *add_foreign(struct run *r, int pid)
-{
-	struct foreign *f = find_foreign(r, pid);
-	if (f)
-		return f;
-	if (r->nforeign == r->foreign_cap) {
-		size_t ncap = r->foreign_cap ? r->foreign_cap * 2 : 8;
-		void *p = base_realloc(r->foreign, ncap * sizeof(*r->foreign));
-		if (!p)
-			return NULL;
-		r->foreign = p;
-		r->foreign_cap = ncap;
-	}
-	f = &r->foreign[r->nforeign++];
-	*f = (struct foreign){ .pid = pid, .decided = true };
-	/* kcmp: 0 when PID shares our program's memory (vfork). */
-	f->shared = syscall(SYS_kcmp, r->pid, pid, KCMP_VM, 0, 0) == 0;
-	if (!f->shared) {
-		/* Its copy of the memory: the original bytes back. */
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/mem", pid);
-		int fd = open(path, O_RDWR | O_CLOEXEC);
-		for (size_t i = 0; fd >= 0 && i < r->nbps + r->nrbps; i++) {
-			const struct bp *b = i < r->nbps ? &r->bps[i] : &r->rbps[i - r->nbps];
-			if (b->inserted)
-				(void)!pwrite(fd, &b->orig, 1, (off_t)b->addr);
-		}
-		if (fd >= 0)
-			close(fd);
-		f->release = true;
-	}
-	return f;
-}
-
-/* Is TID, seen for the first time, a process other than the program? */
-static bool is_other_process(struct run *r, int tid)
-{
-	char path[64], line[128];
-	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	FILE *fp = fopen(path, "re");
-	if (!fp)
-		return false;
-	int tgid = 0;
-	while (fgets(line, sizeof(line), fp))
-		if (sscanf(line, "Tgid: %d", &tgid) == 1)
-			break;
-	fclose(fp);
-	return tgid > 0 && tgid != r->pid;
-}
-
-/* A stop of another process. One with its own memory is let go at its
- * first stop; one sharing ours (vfork) runs until exec, stepped over our
- * breakpoints. */
-static void on_foreign_stop(struct run *r, struct foreign *f, int st)
-{
-	int pid = f->pid, sig = WSTOPSIG(st), event = st >> 16;
-	if (f->release || event == PTRACE_EVENT_EXEC) {
-		ptrace(PTRACE_DETACH, pid, NULL, NULL);
-		drop_foreign(r, pid);
+	if (ev->kind == VAL_EV_BREAKPOINT && r->trigger_set && ev->addr == r->trigger_addr) {
+		on_trigger(r, t);
 		return;
 	}
-	if (event == PTRACE_EVENT_STOP) {
-		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
-			ptrace(PTRACE_LISTEN, pid, NULL, NULL);
-		else
-			ptrace(PTRACE_CONT, pid, NULL, NULL);
+	if (ev->kind == VAL_EV_BREAKPOINT) {
+		/* An entry set when checking started, reached before the
+		 * interrupt: step from here, as the interrupt would have. */
+		start_stepping(r, t, false);
 		return;
 	}
-	if (event) {
-		ptrace(PTRACE_CONT, pid, NULL, NULL);
-		return;
-	}
-	if (sig == SIGTRAP) {
-		struct user_regs_struct u;
-		struct bp *b;
-		if (f->has_lift) {
-			f->has_lift = false;
-			if ((b = find_bp(r, f->lifted)) && b->lifts) {
-				b->lifts--;
-				sync_bp(r, b);
-				gc_bp(r, b);
-			}
-			ptrace(PTRACE_CONT, pid, NULL, NULL);
-			return;
-		}
-		if (get_regs(pid, &u) && (b = find_bp(r, u.rip - 1))) {
-			u.rip--;
-			ptrace(PTRACE_SETREGS, pid, NULL, &u);
-			b->lifts++;
-			sync_bp(r, b);
-			f->has_lift = true;
-			f->lifted = u.rip;
-			ptrace(PTRACE_SINGLESTEP, pid, NULL, NULL);
-			return;
-		}
-	}
-	ptrace(PTRACE_CONT, pid, NULL, (void *)(uintptr_t)sig);
+	r->dops->resume(r->d, t->tid, VAL_RESUME_RUN, ev->kind == VAL_EV_SIGNAL ? ev->sig : 0);
 }
 
 /* ---- The loop ------------------------------------------------------------ */
 
-static int spawn(char *const *argv, bool step_all, int *errfd)
-{
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) != 0)
-		return -1;
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(p[0]);
-		close(p[1]);
-		return -1;
-	}
-	if (pid == 0) {
-		close(p[0]);
-		raise(SIGSTOP); /* wait to be seized */
-		execvp(argv[0], argv);
-		int e = errno;
-		(void)!write(p[1], &e, sizeof(e));
-		_exit(127);
-	}
-	close(p[1]);
-	int st;
-	/* Stepping over puts int3 in memory: children made by fork must be
-	 * caught to get the original bytes back. */
-	unsigned long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
-	if (!step_all)
-		opts |= PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACESYSGOOD;
-	if (waitpid(pid, &st, WUNTRACED) != pid || !WIFSTOPPED(st) ||
-	    ptrace(PTRACE_SEIZE, pid, NULL, (void *)(uintptr_t)opts) != 0) {
-		int e = errno;
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-		close(p[0]);
-		errno = e;
-		return -1;
-	}
-	kill(pid, SIGCONT);
-	*errfd = p[0];
-	return pid;
-}
-
-static void loop(struct run *r, int errfd)
+static void loop(struct run *r)
 {
 	bool killed = false;
 	for (;;) {
 		if (r->o->stop && *r->o->stop && !killed) {
-			kill(r->pid, SIGKILL);
+			r->dops->kill(r->d);
 			killed = true;
 			r->res->interrupted = true;
 		}
-		int st;
-		int tid = waitpid(-1, &st, __WALL);
-		if (tid < 0) {
-			if (errno == EINTR)
-				continue;
-			break; /* ECHILD: nothing left */
-		}
+		struct val_event ev;
+		int n = r->dops->wait(r->d, &ev);
+		if (n < 0)
+			set_error(r, "lost the program: %s", bk_strerror(n));
+		if (n <= 0)
+			break;
+		if (ev.kind == VAL_EV_NONE)
+			continue;
 		if ((r->res->stats.insns_stepped & 4095) == 0)
 			progress(r);
-		struct foreign *f = r->nforeign ? find_foreign(r, tid) : NULL;
-		if (!f && !find_thread(r, tid) && tid != r->pid && WIFSTOPPED(st) &&
-		    !r->o->step_all && is_other_process(r, tid))
-			f = add_foreign(r, tid);
-		if (f) {
-			if (WIFSTOPPED(st))
-				on_foreign_stop(r, f, st);
-			else
-				drop_foreign(r, tid);
-			continue;
-		}
-		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			drop_thread(r, tid);
-			if (tid != r->pid)
+		if (ev.kind == VAL_EV_EXITED) {
+			drop_thread(r, ev.tid);
+			if (!ev.program)
 				continue;
-			int e;
-			if (!r->triggered && read(errfd, &e, sizeof(e)) == (ssize_t)sizeof(e)) {
-				set_error(r, "cannot run the program: %s", strerror(e));
-			}
-			r->res->status = st;
+			if (ev.error)
+				set_error(r, "%s", ev.error);
+			r->res->status = ev.status;
 			r->res->exited = true;
 			break;
 		}
-		if (!WIFSTOPPED(st))
-			continue;
-		struct thread *t = add_thread(r, tid);
+		struct thread *t = add_thread(r, ev.tid);
 		if (!t) {
-			ptrace(PTRACE_CONT, tid, NULL, NULL);
+			r->dops->resume(r->d, ev.tid, VAL_RESUME_RUN, 0);
 			continue;
 		}
-		int sig = WSTOPSIG(st), event = st >> 16;
-		switch (event) {
-		case PTRACE_EVENT_CLONE:
-		case PTRACE_EVENT_FORK:
-		case PTRACE_EVENT_VFORK: {
-			unsigned long child;
-			if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) == 0) {
-				if (!r->o->step_all && (event != PTRACE_EVENT_CLONE ||
-							is_other_process(r, (int)child)))
-					add_foreign(r, (int)child);
-				else
-					add_thread(r, (int)child);
-			}
+		switch (ev.kind) {
+		case VAL_EV_THREAD:
+			add_thread(r, ev.child);
 			resume(r, t, 0);
 			continue;
-		}
-		case PTRACE_EVENT_EXEC:
-			on_exec(r, t);
+		case VAL_EV_EXEC:
+			on_exec(r, t, &ev);
 			continue;
-		case PTRACE_EVENT_STOP:
-			if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
-				ptrace(PTRACE_LISTEN, tid, NULL, NULL);
-				continue;
-			}
+		case VAL_EV_STOPPED:
 			/* A new thread's first stop, or our interrupt. */
 			if (t->want_stepping)
 				start_stepping(r, t, false);
@@ -1756,28 +1402,15 @@ static void loop(struct run *r, int errfd)
 			else
 				resume(r, t, 0);
 			continue;
-		case 0:
-			break;
 		default:
-			resume(r, t, 0);
-			continue;
+			break;
 		}
-		if (t->mode == MODE_STEPPING) {
-			on_step_stop(r, t, sig);
-			continue;
-		}
-		if (t->mode == MODE_FREE) {
-			on_free_stop(r, t, sig);
-			continue;
-		}
-		if (sig == SIGTRAP && r->bp_armed) {
-			struct user_regs_struct u;
-			if (get_regs(tid, &u) && u.rip == r->bp_addr + 1) {
-				on_breakpoint(r, t, &u);
-				continue;
-			}
-		}
-		ptrace(PTRACE_CONT, tid, NULL, (void *)(uintptr_t)sig);
+		if (t->mode == MODE_STEPPING)
+			on_step_stop(r, t, ev.kind == VAL_EV_SIGNAL ? ev.sig : 0);
+		else if (t->mode == MODE_FREE)
+			on_free_stop(r, t, &ev);
+		else
+			on_running_stop(r, t, &ev);
 	}
 }
 
@@ -1786,31 +1419,29 @@ int val_run(char *const *argv, const struct val_opts *o, struct val_result *res)
 	memset(res, 0, sizeof(*res));
 	if (!argv || !argv[0] || !o || o->size < sizeof(*o))
 		return BK_E_INVAL;
-	struct run r = { .o = o, .res = res, .memfd = -1 };
+	struct run r = { .o = o, .res = res, .dops = &val_ptrace_driver };
 	int err = val_decoder_open(&r.dec);
 	if (err) {
 		set_error(&r, "cannot open the disassembler: %s", bk_strerror(err));
 		return err;
 	}
-	int errfd = -1;
-	r.pid = spawn(argv, o->step_all, &errfd);
-	if (r.pid < 0) {
-		set_error(&r, "cannot trace %s: %s", argv[0], strerror(errno));
+	struct val_driver_opts dopts = { .size = sizeof(dopts), .run_free = !o->step_all };
+	char why[512];
+	err = r.dops->start(argv, &dopts, &r.d, why, sizeof(why));
+	if (err) {
+		set_error(&r, "%s", why);
 		val_decoder_close(r.dec);
-		return BK_E_IO;
+		return err;
 	}
-	loop(&r, errfd);
-	close(errfd);
+	loop(&r);
 	if (r.clock_started)
 		res->stats.seconds = since(&r.t0);
-	if (r.target)
-		close_target(&r);
+	r.dops->close(r.d);
 	for (size_t i = 0; i < r.nthreads; i++)
 		free_thread(r.threads[i]);
 	base_free(r.threads);
 	forget_bps(&r);
 	base_free(r.rbps);
-	base_free(r.foreign);
 	base_free(r.fast_buf);
 	base_free(r.mslots);
 	base_free(r.exe_path);

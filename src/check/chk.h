@@ -1,9 +1,10 @@
-/* Static checks of an ELF file's unwind tables (`backstep check`): what can
- * be said of .eh_frame, .eh_frame_hdr and .debug_frame without running
- * anything. Every CIE and FDE goes through the library's own decoder
- * (cfi_decode_*) and every FDE program through the CFA state machine
- * (cfi_machine_next) to its end, so a table this passes is one the unwinder
- * can read.
+/* src/check: static checks of an ELF file's unwind tables (`backstep
+ * check`), what can be said of .eh_frame, .eh_frame_hdr and .debug_frame
+ * without running anything (chk_tables.c). Every CIE and FDE goes through
+ * the library's own decoder (cfi_decode_*) and every FDE program through
+ * the CFA state machine (cfi_machine_next) to its end, so a table this
+ * passes is one the unwinder can read. The per-instruction checks of a
+ * running program are the validator's (src/validate); nothing is shared.
  *
  * The checks and their severity (an error is a table the unwinder will get
  * wrong or cannot use; a warning is legal but suspicious or beyond one of
@@ -60,12 +61,14 @@
  * objects (ET_REL), whose FDE addresses are unrelocated.
  *
  * Layers: uses src/loader (the file, its sections and segments), src/cfi,
- * src/unwind (uw_cfi_section: the one place a section description is made
- * from a loader object), src/sym (function symbols for names) and libelf
- * for section headers. No Capstone. Cold: allocates freely, prints nothing.
+ * src/arch (register names, the entry-row state), src/unwind
+ * (uw_cfi_section: the one place a section description is made from a
+ * loader object), src/sym (function symbols for names) and libelf for
+ * section headers; only the CLI (tools/check.c) calls it, nothing in src/
+ * depends on it. No Capstone. Cold: allocates freely, prints nothing.
  */
-#ifndef BK_VAL_STATIC_H
-#define BK_VAL_STATIC_H
+#ifndef BK_CHK_H
+#define BK_CHK_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -73,27 +76,27 @@
 
 #include "../base/base.h"
 
-enum val_sev { VAL_SEV_INFO = 0, VAL_SEV_WARNING, VAL_SEV_ERROR, VAL_SEV_N };
+enum chk_sev { CHK_SEV_INFO = 0, CHK_SEV_WARNING, CHK_SEV_ERROR, CHK_SEV_N };
 
-enum val_static_kind {
-	VS_GAP = 0,
-	VS_OVERLAP,
-	VS_HDR,
-	VS_OUTSIDE,
-	VS_DISCARDED,
-	VS_ZERO_LENGTH,
-	VS_DECODE,
-	VS_PROGRAM,
-	VS_ENTRY_ROW,
-	VS_STATE_STACK,
-	VS_NO_TABLES,
-	VS_NKINDS
+enum chk_kind {
+	CHK_GAP = 0,
+	CHK_OVERLAP,
+	CHK_HDR,
+	CHK_OUTSIDE,
+	CHK_DISCARDED,
+	CHK_ZERO_LENGTH,
+	CHK_DECODE,
+	CHK_PROGRAM,
+	CHK_ENTRY_ROW,
+	CHK_STATE_STACK,
+	CHK_NO_TABLES,
+	CHK_NKINDS
 };
 
 /* One problem. Strings belong to the report. */
-struct val_static_finding {
-	enum val_sev sev;
-	enum val_static_kind kind;
+struct chk_finding {
+	enum chk_sev sev;
+	enum chk_kind kind;
 	const char *section;      /* ".eh_frame", ".debug_frame", ".eh_frame_hdr"
 				   * or NULL when about no one section */
 	bool has_addr;
@@ -107,14 +110,14 @@ struct val_static_finding {
 	char *detail;             /* one line, no trailing newline */
 };
 
-struct val_static_opts {
-	size_t size;              /* sizeof(struct val_static_opts) */
+struct chk_opts {
+	size_t size;              /* sizeof(struct chk_opts) */
 	/* At most this many findings of one kind are kept per file (the rest
 	 * are counted in suppressed[]); 0: 1000. */
 	unsigned max_per_kind;
 };
 
-struct val_static_report {
+struct chk_report {
 	const char *arch;         /* "x86_64", "aarch64" or NULL (unknown machine) */
 	bool relocatable;         /* ET_REL: address checks skipped */
 	bool has_eh_frame, has_eh_frame_hdr, has_debug_frame;
@@ -124,23 +127,22 @@ struct val_static_report {
 	uint64_t covered_bytes;   /* of those, inside some FDE */
 	uint64_t padding_bytes;   /* uncovered fill */
 	uint64_t gap_bytes;       /* uncovered, not fill */
-	size_t counts[VS_NKINDS][VAL_SEV_N]; /* every finding, kept or not */
-	size_t suppressed[VS_NKINDS];
+	size_t counts[CHK_NKINDS][CHK_SEV_N]; /* every finding, kept or not */
+	size_t suppressed[CHK_NKINDS];
 	size_t nerrors, nwarnings, ninfos;
-	struct val_static_finding *f;
+	struct chk_finding *f;
 	size_t nf, capf;
 };
 
 /* Check the ELF file PATH. Returns 0 with REPORT filled (problems in the
  * tables are findings, not errors), or the loader's error when PATH cannot
  * be read as ELF: BK_E_IO, BK_E_NOT_ELF, BK_E_CORRUPT, BK_E_UNSUPPORTED,
- * BK_E_NOMEM. Free REPORT with val_static_free in every case. OPTS may be
+ * BK_E_NOMEM. Free REPORT with chk_report_free in every case. OPTS may be
  * NULL. */
-BK_HIDDEN int val_static_check(const char *path, const struct val_static_opts *opts,
-			       struct val_static_report *report);
-BK_HIDDEN void val_static_free(struct val_static_report *report);
+BK_HIDDEN int chk_file(const char *path, const struct chk_opts *opts, struct chk_report *report);
+BK_HIDDEN void chk_report_free(struct chk_report *report);
 /* "gap", "overlap", ... and "error", "warning", "info". */
-BK_HIDDEN const char *val_static_kind_name(enum val_static_kind kind);
-BK_HIDDEN const char *val_sev_name(enum val_sev sev);
+BK_HIDDEN const char *chk_kind_name(enum chk_kind kind);
+BK_HIDDEN const char *chk_sev_name(enum chk_sev sev);
 
 #endif

@@ -1,5 +1,5 @@
 /* Static checks of one ELF file's unwind tables; the table of checks and
- * their severities is in val_static.h.
+ * their severities is in chk.h.
  *
  * One pass over each CFI section frames every entry (cfi_entry_at), decodes
  * each CIE once and each FDE (cfi_decode_fde), scans the FDE's instructions
@@ -26,7 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "val_static.h"
+#include "chk.h"
 
 #include "../arch/arch.h"
 #include "../base/dwarf.h"
@@ -37,29 +37,29 @@
 
 #define DEFAULT_MAX_PER_KIND 1000
 
-static const char *const kind_names[VS_NKINDS] = {
-	[VS_GAP] = "gap",
-	[VS_OVERLAP] = "overlap",
-	[VS_HDR] = "eh-frame-hdr",
-	[VS_OUTSIDE] = "outside-code",
-	[VS_DISCARDED] = "discarded",
-	[VS_ZERO_LENGTH] = "zero-length",
-	[VS_DECODE] = "decode",
-	[VS_PROGRAM] = "cfa-program",
-	[VS_ENTRY_ROW] = "entry-row",
-	[VS_STATE_STACK] = "state-stack",
-	[VS_NO_TABLES] = "no-unwind-tables",
+static const char *const kind_names[CHK_NKINDS] = {
+	[CHK_GAP] = "gap",
+	[CHK_OVERLAP] = "overlap",
+	[CHK_HDR] = "eh-frame-hdr",
+	[CHK_OUTSIDE] = "outside-code",
+	[CHK_DISCARDED] = "discarded",
+	[CHK_ZERO_LENGTH] = "zero-length",
+	[CHK_DECODE] = "decode",
+	[CHK_PROGRAM] = "cfa-program",
+	[CHK_ENTRY_ROW] = "entry-row",
+	[CHK_STATE_STACK] = "state-stack",
+	[CHK_NO_TABLES] = "no-unwind-tables",
 };
 
-const char *val_static_kind_name(enum val_static_kind kind)
+const char *chk_kind_name(enum chk_kind kind)
 {
-	return (unsigned)kind < VS_NKINDS ? kind_names[kind] : "?";
+	return (unsigned)kind < CHK_NKINDS ? kind_names[kind] : "?";
 }
 
-const char *val_sev_name(enum val_sev sev)
+const char *chk_sev_name(enum chk_sev sev)
 {
-	static const char *const names[VAL_SEV_N] = { "info", "warning", "error" };
-	return (unsigned)sev < VAL_SEV_N ? names[sev] : "?";
+	static const char *const names[CHK_SEV_N] = { "info", "warning", "error" };
+	return (unsigned)sev < CHK_SEV_N ? names[sev] : "?";
 }
 
 /* ---- State -------------------------------------------------------------- */
@@ -100,7 +100,7 @@ struct cie_map {
 };
 
 struct ctx {
-	struct val_static_report *r;
+	struct chk_report *r;
 	unsigned max_per_kind;
 	int nomem;            /* BK_E_NOMEM once an allocation failed */
 	struct ldr_elf *ldr;
@@ -166,22 +166,22 @@ struct where {
 	uint64_t entry_off;
 };
 
-static void add(struct ctx *c, enum val_sev sev, enum val_static_kind kind, const struct where *w,
+static void add(struct ctx *c, enum chk_sev sev, enum chk_kind kind, const struct where *w,
 		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-static void add(struct ctx *c, enum val_sev sev, enum val_static_kind kind, const struct where *w,
+static void add(struct ctx *c, enum chk_sev sev, enum chk_kind kind, const struct where *w,
 		const char *fmt, ...)
 {
-	struct val_static_report *r = c->r;
+	struct chk_report *r = c->r;
 	r->counts[kind][sev]++;
-	if (sev == VAL_SEV_ERROR)
+	if (sev == CHK_SEV_ERROR)
 		r->nerrors++;
-	else if (sev == VAL_SEV_WARNING)
+	else if (sev == CHK_SEV_WARNING)
 		r->nwarnings++;
 	else
 		r->ninfos++;
 	size_t kept = 0;
-	for (int s = 0; s < VAL_SEV_N; s++)
+	for (int s = 0; s < CHK_SEV_N; s++)
 		kept += r->counts[kind][s];
 	if (kept > c->max_per_kind) {
 		r->suppressed[kind]++;
@@ -203,7 +203,7 @@ static void add(struct ctx *c, enum val_sev sev, enum val_static_kind kind, cons
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 
-	struct val_static_finding *f = &r->f[r->nf];
+	struct chk_finding *f = &r->f[r->nf];
 	memset(f, 0, sizeof(*f));
 	f->sev = sev;
 	f->kind = kind;
@@ -468,13 +468,13 @@ static void check_entry_row(struct ctx *c, int k, const struct cfi_cie *cie,
 	if (!a || (a->arch != BK_ARCH_X86_64 && a->arch != BK_ARCH_AARCH64))
 		return;
 	if (cie->signal_frame) {
-		add(c, VAL_SEV_INFO, VS_ENTRY_ROW, &w,
+		add(c, CHK_SEV_INFO, CHK_ENTRY_ROW, &w,
 		    "signal trampoline (CIE augmentation 'S'): entry row not checked");
 		return;
 	}
 	const struct cfi_rule *ra = cfi_row_rule(row, (unsigned)cie->ra_reg);
 	if (ra && ra->kind == BK_RULE_UNDEFINED) {
-		add(c, VAL_SEV_INFO, VS_ENTRY_ROW, &w,
+		add(c, CHK_SEV_INFO, CHK_ENTRY_ROW, &w,
 		    "outermost frame: return address undefined at entry");
 		return;
 	}
@@ -500,17 +500,17 @@ static void check_entry_row(struct ctx *c, int k, const struct cfi_cie *cie,
 						     : "CFA=sp+0, x30 unchanged";
 	struct sym_symbol *s = c->r->relocatable ? NULL : sym_at(c, fde->pc_begin);
 	if (s && is_lazy_binding_trampoline(s->name) && ra && ra->kind == BK_RULE_OFFSET) {
-		add(c, VAL_SEV_INFO, VS_ENTRY_ROW, &w,
+		add(c, CHK_SEV_INFO, CHK_ENTRY_ROW, &w,
 		    "first row CFA=%s: a lazy-binding trampoline, entered by a jump from PLT0 "
 		    "with two more words on the stack", cfa_text);
 	} else if (s && !strstr(s->name, ".cold")) {
-		add(c, VAL_SEV_ERROR, VS_ENTRY_ROW, &w,
+		add(c, CHK_SEV_ERROR, CHK_ENTRY_ROW, &w,
 		    "first row CFA=%s, RA%s %s; a function entry needs %s", cfa_text, ra_col,
 		    ra_text, want);
 	} else {
 		const struct region *rg = region_of(c->alloc, c->nalloc, fde->pc_begin);
 		bool plt = rg && rg->name && !strncmp(rg->name, ".plt", 4);
-		add(c, VAL_SEV_INFO, VS_ENTRY_ROW, &w,
+		add(c, CHK_SEV_INFO, CHK_ENTRY_ROW, &w,
 		    "first row CFA=%s, RA%s %s: %s", cfa_text, ra_col, ra_text,
 		    s ? "a split-off part (.cold)"
 		    : c->r->relocatable ? "relocatable object: cannot tell an entry from a part"
@@ -535,7 +535,7 @@ static bool scan_program(struct ctx *c, int k, const struct cfi_section *sec,
 		struct cfi_insn in;
 		int err = cfi_decode_insn(&b, sec, cie, fde, &in);
 		if (err) {
-			add(c, err == BK_E_LIMIT ? VAL_SEV_WARNING : VAL_SEV_ERROR, VS_PROGRAM, &w,
+			add(c, err == BK_E_LIMIT ? CHK_SEV_WARNING : CHK_SEV_ERROR, CHK_PROGRAM, &w,
 			    "instruction at section offset 0x%" PRIx64 " (pc 0x%" PRIx64 "): %s", at,
 			    loc, bk_strerror(err));
 			return true;
@@ -557,7 +557,7 @@ static bool scan_program(struct ctx *c, int k, const struct cfi_section *sec,
 		case DW_CFA_restore_state:
 			if (depth == 0) {
 				if (!stop)
-					add(c, VAL_SEV_ERROR, VS_STATE_STACK, &w,
+					add(c, CHK_SEV_ERROR, CHK_STATE_STACK, &w,
 					    "DW_CFA_restore_state at section offset 0x%" PRIx64
 					    " (pc 0x%" PRIx64 ") with nothing remembered", at, loc);
 				stop = true;
@@ -568,7 +568,7 @@ static bool scan_program(struct ctx *c, int k, const struct cfi_section *sec,
 		}
 	}
 	if (depth && !stop)
-		add(c, VAL_SEV_WARNING, VS_STATE_STACK, &w,
+		add(c, CHK_SEV_WARNING, CHK_STATE_STACK, &w,
 		    "%u DW_CFA_remember_state never restored", depth);
 	return stop;
 }
@@ -589,7 +589,7 @@ static void run_program(struct ctx *c, int k, const struct cfi_section *sec,
 		rec->init_err = err;
 		if (err) {
 			struct where w = at_entry(k, cie->off);
-			add(c, err == BK_E_LIMIT ? VAL_SEV_WARNING : VAL_SEV_ERROR, VS_PROGRAM, &w,
+			add(c, err == BK_E_LIMIT ? CHK_SEV_WARNING : CHK_SEV_ERROR, CHK_PROGRAM, &w,
 			    "CIE initial instructions: %s", bk_strerror(err));
 		}
 	}
@@ -601,7 +601,7 @@ static void run_program(struct ctx *c, int k, const struct cfi_section *sec,
 			check_entry_row(c, k, cie, fde, &row);
 	if (m.nonstandard_at) {
 		struct where w = at_fde(k, fde->off, fde->pc_begin, fde->pc_end);
-		add(c, VAL_SEV_WARNING, VS_PROGRAM, &w,
+		add(c, CHK_SEV_WARNING, CHK_PROGRAM, &w,
 		    "DW_CFA_def_cfa_register at section offset 0x%" PRIx64 " while the CFA rule is "
 		    "an expression: DWARF 5 6.4.2.2 allows it only after a register+offset rule; "
 		    "unwound as libgcc and gdb do, with the last register+offset rule's offset",
@@ -624,7 +624,7 @@ static void run_program(struct ctx *c, int k, const struct cfi_section *sec,
 			why = " (the CFA rule is an expression: DWARF 5 6.4.2.2 allows this only "
 			      "after a register+offset rule)";
 		struct where w = at_fde(k, fde->off, fde->pc_begin, fde->pc_end);
-		add(c, err == BK_E_LIMIT ? VAL_SEV_WARNING : VAL_SEV_ERROR, VS_PROGRAM, &w,
+		add(c, err == BK_E_LIMIT ? CHK_SEV_WARNING : CHK_SEV_ERROR, CHK_PROGRAM, &w,
 		    "%s at section offset 0x%" PRIx64 " (pc 0x%" PRIx64 "): %s%s",
 		    cfi_insn_name(in.opcode), start, m.row.loc, bk_strerror(err), why);
 	}
@@ -649,7 +649,7 @@ static void check_fde(struct ctx *c, int k, const struct cfi_section *sec, struc
 			return;
 		}
 		struct where w = at_entry(k, e->off);
-		add(c, VAL_SEV_ERROR, VS_DECODE, &w, "FDE: %s", bk_strerror(err));
+		add(c, CHK_SEV_ERROR, CHK_DECODE, &w, "FDE: %s", bk_strerror(err));
 		return;
 	}
 	if (k == 0)
@@ -673,21 +673,21 @@ static void check_fde(struct ctx *c, int k, const struct cfi_section *sec, struc
 	struct where w = at_fde(k, fde.off, fde.pc_begin, fde.pc_end);
 
 	if (fde.pc_begin >= fde.pc_end) {
-		add(c, VAL_SEV_INFO, VS_ZERO_LENGTH, &w, "FDE covers no bytes (at 0x%" PRIx64 ")",
+		add(c, CHK_SEV_INFO, CHK_ZERO_LENGTH, &w, "FDE covers no bytes (at 0x%" PRIx64 ")",
 		    fde.pc_begin);
 		return;
 	}
 	if (!c->r->relocatable && !in_exec(c, fde.pc_begin, fde.pc_end)) {
 		if (k == 1 && is_tombstone(fde.pc_begin, sec->addr_size)) {
 			fr->discarded = true;
-			add(c, VAL_SEV_INFO, VS_DISCARDED, &w,
+			add(c, CHK_SEV_INFO, CHK_DISCARDED, &w,
 			    "FDE 0x%" PRIx64 "..0x%" PRIx64 " describes code the linker dropped",
 			    fde.pc_begin, fde.pc_end);
 			return;
 		}
 		const struct region *in = region_of(c->alloc, c->nalloc, fde.pc_begin);
 		const struct region *x = region_of(c->exec, c->nexec, fde.pc_begin);
-		add(c, VAL_SEV_ERROR, VS_OUTSIDE, &w,
+		add(c, CHK_SEV_ERROR, CHK_OUTSIDE, &w,
 		    "FDE 0x%" PRIx64 "..0x%" PRIx64 " %s%s%s", fde.pc_begin, fde.pc_end,
 		    x ? "runs past the end of executable " : "is not in executable code (it starts in ",
 		    x ? (x->name ? x->name : "segment") : in && in->name ? in->name : "no section",
@@ -707,7 +707,7 @@ static void walk_section(struct ctx *c, int k, const struct cfi_section *sec)
 		int err = cfi_entry_at(sec, off, &e);
 		if (err) {
 			struct where w = at_entry(k, off);
-			add(c, VAL_SEV_ERROR, VS_DECODE, &w,
+			add(c, CHK_SEV_ERROR, CHK_DECODE, &w,
 			    "entry framing: %s; the last 0x%" PRIx64 " bytes of the section are unreadable",
 			    bk_strerror(err), (uint64_t)sec->len - off);
 			break;
@@ -730,7 +730,7 @@ static void walk_section(struct ctx *c, int k, const struct cfi_section *sec)
 		if (!rec->key || !rec->err)
 			continue;
 		struct where w = at_entry(k, rec->key - 1);
-		add(c, VAL_SEV_ERROR, VS_DECODE, &w, "CIE: %s (%zu FDE%s use it)",
+		add(c, CHK_SEV_ERROR, CHK_DECODE, &w, "CIE: %s (%zu FDE%s use it)",
 		    bk_strerror(rec->err), rec->lost_fdes, rec->lost_fdes == 1 ? "" : "s");
 	}
 	base_free(cies.slots);
@@ -754,20 +754,20 @@ static void check_hdr(struct ctx *c, const struct cfi_section *eh)
 		if (!c->eh_fde_entries)
 			return; /* nothing to index: linkers then make no header */
 		if (eh && c->ldr->type == ET_DYN)
-			add(c, VAL_SEV_WARNING, VS_HDR, &w0,
+			add(c, CHK_SEV_WARNING, CHK_HDR, &w0,
 			    "no .eh_frame_hdr: a runtime cannot find this object's FDEs by address");
 		else if (eh && c->ldr->type == ET_EXEC)
-			add(c, VAL_SEV_INFO, VS_HDR, &w0,
+			add(c, CHK_SEV_INFO, CHK_HDR, &w0,
 			    "no .eh_frame_hdr (usual for static executables, which register "
 			    ".eh_frame at startup)");
 		return;
 	}
 	if (c->ldr->has_eh_frame_hdr_seg && c->ldr->eh_frame_hdr_vaddr != h->addr)
-		add(c, VAL_SEV_ERROR, VS_HDR, &w0,
+		add(c, CHK_SEV_ERROR, CHK_HDR, &w0,
 		    "PT_GNU_EH_FRAME at 0x%" PRIx64 " but the section is at 0x%" PRIx64,
 		    c->ldr->eh_frame_hdr_vaddr, h->addr);
 	else if (!c->ldr->has_eh_frame_hdr_seg && c->ldr->nsegs)
-		add(c, VAL_SEV_WARNING, VS_HDR, &w0,
+		add(c, CHK_SEV_WARNING, CHK_HDR, &w0,
 		    "no PT_GNU_EH_FRAME segment names the section: runtimes will not find it");
 
 	struct buf b = buf_make(h->data, h->len);
@@ -779,48 +779,48 @@ static void check_hdr(struct ctx *c, const struct cfi_section *eh)
 	uint8_t version, ptr_enc, count_enc, table_enc;
 	if (buf_u8(&b, &version) || buf_u8(&b, &ptr_enc) || buf_u8(&b, &count_enc) ||
 	    buf_u8(&b, &table_enc)) {
-		add(c, VAL_SEV_ERROR, VS_HDR, &w0, "header truncated (%zu bytes)", h->len);
+		add(c, CHK_SEV_ERROR, CHK_HDR, &w0, "header truncated (%zu bytes)", h->len);
 		return;
 	}
 	if (version != 1) {
-		add(c, VAL_SEV_ERROR, VS_HDR, &w0, "version %u (want 1)", version);
+		add(c, CHK_SEV_ERROR, CHK_HDR, &w0, "version %u (want 1)", version);
 		return;
 	}
 	uint64_t eh_ptr, count;
 	int err;
 	if (ptr_enc == DW_EH_PE_omit) {
-		add(c, VAL_SEV_ERROR, VS_HDR, &w0, "eh_frame_ptr encoding is DW_EH_PE_omit");
+		add(c, CHK_SEV_ERROR, CHK_HDR, &w0, "eh_frame_ptr encoding is DW_EH_PE_omit");
 		return;
 	}
 	if ((err = base_read_pointer(&b, ptr_enc, &ctx, &eh_ptr))) {
-		add(c, VAL_SEV_ERROR, VS_HDR, &w0, "eh_frame_ptr (encoding 0x%02x): %s", ptr_enc,
+		add(c, CHK_SEV_ERROR, CHK_HDR, &w0, "eh_frame_ptr (encoding 0x%02x): %s", ptr_enc,
 		    bk_strerror(err));
 		return;
 	}
 	if (!eh)
-		add(c, VAL_SEV_ERROR, VS_HDR, &w0, "there is no .eh_frame for it to index");
+		add(c, CHK_SEV_ERROR, CHK_HDR, &w0, "there is no .eh_frame for it to index");
 	else if (eh_ptr != eh->addr)
-		add(c, VAL_SEV_ERROR, VS_HDR, &w0,
+		add(c, CHK_SEV_ERROR, CHK_HDR, &w0,
 		    "eh_frame_ptr is 0x%" PRIx64 ", .eh_frame is at 0x%" PRIx64, eh_ptr, eh->addr);
 	if (count_enc == DW_EH_PE_omit || table_enc == DW_EH_PE_omit) {
-		add(c, VAL_SEV_WARNING, VS_HDR, &w0,
+		add(c, CHK_SEV_WARNING, CHK_HDR, &w0,
 		    "no binary-search table: runtimes search .eh_frame linearly");
 		return;
 	}
 	if ((err = base_read_pointer(&b, count_enc, &ctx, &count))) {
-		add(c, VAL_SEV_ERROR, VS_HDR, &w0, "fde_count (encoding 0x%02x): %s", count_enc,
+		add(c, CHK_SEV_ERROR, CHK_HDR, &w0, "fde_count (encoding 0x%02x): %s", count_enc,
 		    bk_strerror(err));
 		return;
 	}
 	int size = base_pointer_size(table_enc, ctx.addr_size);
 	if (size <= 0 || (table_enc & DW_EH_PE_indirect)) {
-		add(c, VAL_SEV_ERROR, VS_HDR, &w0,
+		add(c, CHK_SEV_ERROR, CHK_HDR, &w0,
 		    "table encoding 0x%02x is not a fixed-size direct encoding", table_enc);
 		return;
 	}
 	size_t room = buf_left(&b) / (2 * (size_t)size);
 	if (count > room) {
-		add(c, VAL_SEV_ERROR, VS_HDR, &w0,
+		add(c, CHK_SEV_ERROR, CHK_HDR, &w0,
 		    "fde_count %" PRIu64 " but the section holds only %zu entries", count, room);
 		count = room;
 	}
@@ -836,18 +836,18 @@ static void check_hdr(struct ctx *c, const struct cfi_section *eh)
 		struct where w = { .section = hname, .has_entry = true, .entry_off = ent_off };
 		if ((err = base_read_pointer(&b, table_enc, &ctx, &loc)) ||
 		    (err = base_read_pointer(&b, table_enc, &ctx, &fde_addr))) {
-			add(c, VAL_SEV_ERROR, VS_HDR, &w, "entry %zu: %s", i, bk_strerror(err));
+			add(c, CHK_SEV_ERROR, CHK_HDR, &w, "entry %zu: %s", i, bk_strerror(err));
 			return;
 		}
 		w.has_addr = true;
 		w.addr = w.end = loc;
 		if (i && loc < prev) {
 			if (unsorted++ == 0)
-				add(c, VAL_SEV_ERROR, VS_HDR, &w,
+				add(c, CHK_SEV_ERROR, CHK_HDR, &w,
 				    "table not sorted: entry %zu (0x%" PRIx64 ") is below entry %zu "
 				    "(0x%" PRIx64 ")", i, loc, i - 1, prev);
 		} else if (i && loc == prev) {
-			add(c, VAL_SEV_ERROR, VS_HDR, &w,
+			add(c, CHK_SEV_ERROR, CHK_HDR, &w,
 			    "entries %zu and %zu have the same initial location 0x%" PRIx64, i - 1, i,
 			    loc);
 		}
@@ -859,24 +859,24 @@ static void check_hdr(struct ctx *c, const struct cfi_section *eh)
 			if (fde_addr >= eh->addr && fde_addr - eh->addr < eh->len &&
 			    !cfi_entry_at(eh, fde_addr - eh->addr, &e) && e.kind == CFI_ENTRY_FDE)
 				continue; /* an FDE that does not decode: reported as such */
-			add(c, VAL_SEV_ERROR, VS_HDR, &w,
+			add(c, CHK_SEV_ERROR, CHK_HDR, &w,
 			    "entry %zu (0x%" PRIx64 ") points at 0x%" PRIx64
 			    ", which is not an FDE of .eh_frame", i, loc, fde_addr);
 			continue;
 		}
 		if (fr->listed)
-			add(c, VAL_SEV_ERROR, VS_HDR, &w,
+			add(c, CHK_SEV_ERROR, CHK_HDR, &w,
 			    "entry %zu lists the FDE at .eh_frame+0x%" PRIx64 " again", i, fr->off);
 		fr->listed = true;
 		if (fr->lo != loc)
-			add(c, VAL_SEV_ERROR, VS_HDR, &w,
+			add(c, CHK_SEV_ERROR, CHK_HDR, &w,
 			    "entry %zu: initial location 0x%" PRIx64 " but its FDE (.eh_frame+0x%" PRIx64
 			    ") begins at 0x%" PRIx64, i, loc, fr->off, fr->lo);
 	}
 	if (unsorted > 1)
-		add(c, VAL_SEV_ERROR, VS_HDR, &w0, "%zu entries in all are out of order", unsorted);
+		add(c, CHK_SEV_ERROR, CHK_HDR, &w0, "%zu entries in all are out of order", unsorted);
 	if (count != c->eh_fde_entries)
-		add(c, VAL_SEV_ERROR, VS_HDR, &w0,
+		add(c, CHK_SEV_ERROR, CHK_HDR, &w0,
 		    "table has %" PRIu64 " entries, .eh_frame has %zu FDEs", count,
 		    c->eh_fde_entries);
 	for (size_t i = 0; i < v->n; i++) {
@@ -884,7 +884,7 @@ static void check_hdr(struct ctx *c, const struct cfi_section *eh)
 		if (fr->listed)
 			continue;
 		struct where w = at_fde(0, fr->off, fr->lo, fr->hi);
-		add(c, VAL_SEV_ERROR, VS_HDR, &w,
+		add(c, CHK_SEV_ERROR, CHK_HDR, &w,
 		    "FDE 0x%" PRIx64 "..0x%" PRIx64 " is missing from the table%s", fr->lo, fr->hi,
 		    fr->lo == fr->hi ? " (zero-length)" : "");
 	}
@@ -913,7 +913,7 @@ static void check_overlaps(struct ctx *c, int k)
 			continue;
 		if (top && fr->lo < top->hi) {
 			struct where w = at_fde(k, fr->off, fr->lo, fr->hi);
-			add(c, VAL_SEV_ERROR, VS_OVERLAP, &w,
+			add(c, CHK_SEV_ERROR, CHK_OVERLAP, &w,
 			    "FDE 0x%" PRIx64 "..0x%" PRIx64 " overlaps FDE 0x%" PRIx64 "..0x%" PRIx64
 			    " (%s+0x%" PRIx64 ")", fr->lo, fr->hi, top->lo, top->hi, sec_names[k],
 			    top->off);
@@ -1045,7 +1045,7 @@ static void uncovered(struct ctx *c, const struct region *rg, uint64_t lo, uint6
 			s = find_sym(c, pos);
 			struct where w = { .has_addr = true, .addr = pos, .end = end };
 			if (bytes && looks_like_strings(bytes + lead, (size_t)(end - pos))) {
-				add(c, VAL_SEV_INFO, VS_GAP, &w,
+				add(c, CHK_SEV_INFO, CHK_GAP, &w,
 				    "0x%" PRIx64 "..0x%" PRIx64 " (%" PRIu64 " bytes): string data in "
 				    "%s, not code", pos, end, end - pos,
 				    rg->name ? rg->name : "an executable segment");
@@ -1053,7 +1053,7 @@ static void uncovered(struct ctx *c, const struct region *rg, uint64_t lo, uint6
 				continue;
 			}
 			c->r->gap_bytes += end - pos;
-			add(c, VAL_SEV_ERROR, VS_GAP, &w,
+			add(c, CHK_SEV_ERROR, CHK_GAP, &w,
 			    "0x%" PRIx64 "..0x%" PRIx64 " (%" PRIu64 " bytes)%s%s: no FDE covers it",
 			    pos, end, end - pos, s ? " in " : "",
 			    s ? (rg->name ? rg->name : "executable segment") : "");
@@ -1121,8 +1121,7 @@ static void check_coverage(struct ctx *c)
 
 /* ---- Entry point -------------------------------------------------------- */
 
-int val_static_check(const char *path, const struct val_static_opts *opts,
-		     struct val_static_report *report)
+int chk_file(const char *path, const struct chk_opts *opts, struct chk_report *report)
 {
 	memset(report, 0, sizeof(*report));
 	struct ctx c = { .r = report, .max_per_kind = DEFAULT_MAX_PER_KIND };
@@ -1150,7 +1149,7 @@ int val_static_check(const char *path, const struct val_static_opts *opts,
 		bool code = false;
 		for (size_t i = 0; i < c.nexec; i++)
 			code = code || c.exec[i].data || c.exec_from_segments;
-		add(&c, code ? VAL_SEV_WARNING : VAL_SEV_INFO, VS_NO_TABLES, NULL,
+		add(&c, code ? CHK_SEV_WARNING : CHK_SEV_INFO, CHK_NO_TABLES, NULL,
 		    code ? "executable code but no .eh_frame or .debug_frame"
 			 : "no .eh_frame or .debug_frame (and no code)");
 		goto out;
@@ -1179,7 +1178,7 @@ out:
 	return err;
 }
 
-void val_static_free(struct val_static_report *r)
+void chk_report_free(struct chk_report *r)
 {
 	for (size_t i = 0; i < r->nf; i++) {
 		base_free(r->f[i].symbol);
