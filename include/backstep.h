@@ -270,8 +270,9 @@ BK_API int bk_cursor_reg(const struct bk_cursor *c, unsigned regno, uint64_t *va
 /* All recovered registers of the current frame. */
 BK_API void bk_cursor_regs(const struct bk_cursor *c, struct bk_regs *out);
 /* The address to look up symbols and line numbers for: the PC for the
- * innermost frame and a frame interrupted by a signal, PC - 1 otherwise
- * (the call may be the function's last instruction). */
+ * innermost frame, a frame interrupted by a signal and the sigreturn
+ * trampoline (the handler returned there; nothing called it), PC - 1
+ * otherwise (the call may be the function's last instruction). */
 BK_API uint64_t bk_cursor_lookup_pc(const struct bk_cursor *c);
 
 

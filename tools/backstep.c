@@ -88,6 +88,12 @@ static void usage(FILE *f)
 	      "        the samples of a perf.data file (perf record --call-graph dwarf)\n"
 	      "        as named stacks: perf script's text, folded stacks, JSON Lines or\n"
 	      "        a speedscope profile\n"
+	      "  record [-F HZ] [-d SECONDS] [--format ...] [-o FILE] [--pid PID] [--tid TID]\n"
+	      "         [--comm NAME] [--no-inline] [-n] [--kernel|--no-kernel]\n"
+	      "         (-p PID | -- CMD [ARGS...])\n"
+	      "        sample a running process or a command (perf_event_open, cpu-clock)\n"
+	      "        and unwind each sample as it arrives: report's formats, no\n"
+	      "        perf.data and no stack bytes on disk\n"
 	      "  validate [--only MODULE|FUNCTION] [--from FUNCTION] [--method cfi|fp|fast]\n"
 	      "           [--max-frames N] [--json] [-q] -- PROGRAM [ARGS...]\n"
 	      "        run PROGRAM single-stepped and check the unwind at every\n"
@@ -121,6 +127,8 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(cmd, "report"))
 		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(cmd, "record"))
+		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		usage(stdout);
 		return 0;

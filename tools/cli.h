@@ -19,6 +19,7 @@ int cmd_pid(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_core(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+int cmd_record(int argc, char **argv); /* record.c */
 
 /* Stacks (stack.c). */
 #include <signal.h>

@@ -545,8 +545,8 @@ static void fold_frame(const struct fr_frame *f)
 }
 
 /* The stack S folded: its process's name, then its frames' names, root
- * first. Shared by the folded and SVG printers. */
-static void fold_stack(const struct fr_stack *s)
+ * first. Shared by the folded and SVG printers (frames.h). */
+void fr_fold(const struct fr_stack *s)
 {
 	if (!folded && !(folded = fold_new()))
 		return;
@@ -558,7 +558,12 @@ static void fold_stack(const struct fr_stack *s)
 	fold_add(folded, fold_ids, fold_nids, 1);
 }
 
-static void fold_reset(void)
+struct fold *fr_fold_table(void)
+{
+	return folded;
+}
+
+void fr_fold_reset(void)
 {
 	if (folded && fold_failed(folded))
 		fprintf(stderr, "backstep: out of memory: stacks were left out of the output\n");
@@ -579,7 +584,7 @@ static void folded_begin(void)
 static void folded_stack(const struct fr_stack *s, size_t index)
 {
 	(void)index;
-	fold_stack(s);
+	fr_fold(s);
 }
 
 static void folded_end(void)
@@ -598,7 +603,7 @@ static void folded_end(void)
 		out_u64(st[i].count);
 		out_c('\n');
 	}
-	fold_reset();
+	fr_fold_reset();
 }
 
 const struct fr_printer fr_folded = { "folded", folded_begin, folded_stack, folded_end };
@@ -904,6 +909,7 @@ const struct fr_printer *fr_sample_printer(const char *name)
 		{ "folded", &fr_folded },
 		{ "json", &fr_jsonl },
 		{ "speedscope", &fr_speedscope },
+		{ "svg", &fr_svg },
 	};
 	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
 		if (!strcmp(name, formats[i].name))

@@ -61,15 +61,28 @@ extern const struct fr_printer fr_text, fr_json, fr_perf_script, fr_folded, fr_j
 /* "speedscope": speedscope's JSON file format, a sampled profile per
  * thread (https://www.speedscope.app/file-format-schema.json). */
 extern const struct fr_printer fr_speedscope;
+/* "svg": a flame graph in one self-contained SVG file with its script:
+ * hover, click to zoom, search (tools/flame.c). */
+extern const struct fr_printer fr_svg;
 /* The sample printer a --format NAME names ("json" is JSON Lines for
  * samples), or NULL; FR_SAMPLE_FORMATS lists the names for messages. */
 const struct fr_printer *fr_sample_printer(const char *name);
-#define FR_SAMPLE_FORMATS "perf-script|folded|json|speedscope"
+#define FR_SAMPLE_FORMATS "perf-script|folded|json|speedscope|svg"
 /* The sample printers' options: inlined calls as frames of their own
  * (set before the first stack). */
 void fr_set_inline(bool on);
 /* Architecture of the registers printed under frames by fr_text. */
 void fr_set_arch(enum bk_arch arch);
+
+/* The distinct stacks of the samples so far, shared by the folded and svg
+ * printers (frames.c, fold.h): fr_fold adds one sample's stack (its
+ * process's name, then its frames' names, root first, as --no-inline
+ * says), fr_fold_table is the table (NULL before the first stack),
+ * fr_fold_reset frees it (and says on stderr if stacks were lost). */
+struct fold;
+void fr_fold(const struct fr_stack *s);
+struct fold *fr_fold_table(void);
+void fr_fold_reset(void);
 
 /* A JSON string literal of S (quotes, escapes). */
 void fr_json_str(const char *s);

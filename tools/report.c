@@ -19,7 +19,10 @@
 
 static const char usage[] =
 	"backstep report [--format " FR_SAMPLE_FORMATS "] [-o FILE] [--pid PID] [--tid TID]\n"
-	"                [--comm NAME] [--no-inline] [-n] [--kernel|--no-kernel] FILE|-";
+	"                [--comm NAME] [--no-inline] [-n] [--kernel|--no-kernel] FILE|-\n"
+	"  --format svg: a flame graph in one self-contained SVG file (-o flame.svg, open it\n"
+	"                in a browser): hover for samples and share, click to zoom, Search\n"
+	"                or Ctrl-F to highlight frames by name";
 
 static int report(struct prof_reader *r, const char *path, const struct smp_opts *o)
 {
@@ -53,15 +56,7 @@ static int report(struct prof_reader *r, const char *path, const struct smp_opts
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "tid", required_argument, NULL, 't' },
-		{ "comm", required_argument, NULL, 'c' },
-		{ "no-inline", no_argument, NULL, 'I' },
-		{ "no-symbols", no_argument, NULL, 'n' },
-		{ "kernel", no_argument, NULL, 'k' },
-		{ "no-kernel", no_argument, NULL, 'K' },
+		SMP_LONG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -70,35 +65,19 @@ int cmd_report(int argc, char **argv)
 	int ch;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "f:o:p:t:c:nh", longopts, NULL)) != -1) {
-		uint64_t v;
-		switch (ch) {
-		case 'f':
-			if (!(o.pr = fr_sample_printer(optarg))) {
-				cli_error("--format", "'%s' is not one of " FR_SAMPLE_FORMATS, optarg);
-				return 2;
-			}
-			break;
-		case 'o': output = optarg; break;
-		case 'p':
-		case 't':
-			if (!cli_parse_u64(optarg, &v) || v == 0 || v > 0x7fffffff) {
-				cli_error(ch == 'p' ? "--pid" : "--tid", "'%s' is not a process id", optarg);
-				return 2;
-			}
-			*(ch == 'p' ? &o.pid : &o.tid) = (int)v;
-			break;
-		case 'c': o.comm = optarg; break;
-		case 'I': fr_set_inline(false); break;
-		case 'n': o.no_symbols = true; break;
-		case 'k': o.kernel = true; break;
-		case 'K': o.kernel = false; break;
-		case 'h':
+		/* -p and -t: report's short names of --pid and --tid */
+		int taken = smp_option(ch == 'p' ? SMP_OPT_PID : ch == 't' ? SMP_OPT_TID : ch, optarg,
+				       &o, &output);
+		if (taken < 0)
+			return 2;
+		if (taken)
+			continue;
+		if (ch == 'h') {
 			printf("usage: %s\n", usage);
 			return 0;
-		default:
-			fprintf(stderr, "usage: %s\n", usage);
-			return 2;
 		}
+		fprintf(stderr, "usage: %s\n", usage);
+		return 2;
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "usage: %s\n", usage);

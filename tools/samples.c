@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "out.h"
 #include "samples.h"
 
@@ -518,6 +519,7 @@ int smp_feed(struct smp *s, struct prof_reader *r, const struct prof_record *rec
 	case PROF_COMM:
 	case PROF_FORK:
 	case PROF_EXIT:
+	case PROF_BUILD_ID: /* a stream's, or perf inject -b's after its MMAP */
 		return prof_queue_push(s->q, r, rec);
 	default:
 		return 0;
@@ -553,4 +555,56 @@ void smp_summary(const struct smp *s, FILE *f, const char *who)
 		"%llu lost (perf)\n",
 		(unsigned long long)st->no_regs, (unsigned long long)st->no_stack,
 		(unsigned long long)s->skipped, (unsigned long long)s->lost);
+	/* Files that are not the ones perf recorded (build-id): not used. */
+	if (st->build_id_differs) {
+		fprintf(f, "%s: %llu file%s from the recording (build-id), not used", who,
+			(unsigned long long)st->build_id_differs,
+			st->build_id_differs == 1 ? " differs" : "s differ");
+		const char *path;
+		for (size_t i = 0; (path = prof_stacks_differing(s->ps, i)); i++)
+			fprintf(f, "%s%s", i ? ", " : ": ", path);
+		fputc('\n', f);
+	}
+}
+
+/* ---- Options report and record share ---------------------------------------- */
+
+int smp_option(int ch, const char *arg, struct smp_opts *o, const char **output)
+{
+	uint64_t v;
+	switch (ch) {
+	case 'f':
+		if (!(o->pr = fr_sample_printer(arg))) {
+			cli_error("--format", "'%s' is not one of " FR_SAMPLE_FORMATS, arg);
+			return -1;
+		}
+		return 1;
+	case 'o':
+		*output = arg;
+		return 1;
+	case SMP_OPT_PID:
+	case SMP_OPT_TID:
+		if (!cli_parse_u64(arg, &v) || v == 0 || v > 0x7fffffff) {
+			cli_error(ch == SMP_OPT_PID ? "--pid" : "--tid", "'%s' is not a process id", arg);
+			return -1;
+		}
+		*(ch == SMP_OPT_PID ? &o->pid : &o->tid) = (int)v;
+		return 1;
+	case 'c':
+		o->comm = arg;
+		return 1;
+	case SMP_OPT_NO_INLINE:
+		fr_set_inline(false);
+		return 1;
+	case 'n':
+		o->no_symbols = true;
+		return 1;
+	case SMP_OPT_KERNEL:
+	case SMP_OPT_NO_KERNEL:
+		o->kernel = ch == SMP_OPT_KERNEL;
+		o->kernel_given = true;
+		return 1;
+	default:
+		return 0;
+	}
 }

@@ -19,6 +19,7 @@ struct smp_opts {
 	const char *comm;          /* only processes of this name (NULL: all) */
 	bool no_symbols;           /* -n: modules and offsets only */
 	bool kernel;               /* kernel frames from the callchain on top */
+	bool kernel_given;         /* --kernel or --no-kernel was said */
 };
 
 struct smp;
@@ -40,5 +41,24 @@ int smp_finish(struct smp *s, struct prof_reader *r);
  * skipped, lost. */
 void smp_summary(const struct smp *s, FILE *f, const char *who);
 void smp_free(struct smp *s);
+
+/* ---- Options report and record share ----------------------------------------
+ * --format FMT, -o/--output FILE, --pid PID, --tid TID, --comm NAME,
+ * --no-inline, -n/--no-symbols, --kernel, --no-kernel: SMP_LONG_OPTIONS goes
+ * into a command's getopt_long table (its short letters, if any, are the
+ * command's own), smp_option takes what getopt_long returned for them. */
+enum { SMP_OPT_PID = 0x100, SMP_OPT_TID, SMP_OPT_NO_INLINE, SMP_OPT_KERNEL, SMP_OPT_NO_KERNEL };
+#define SMP_LONG_OPTIONS                                                                   \
+	{ "format", required_argument, NULL, 'f' }, { "output", required_argument, NULL, 'o' }, \
+	{ "pid", required_argument, NULL, SMP_OPT_PID },                                    \
+	{ "tid", required_argument, NULL, SMP_OPT_TID },                                    \
+	{ "comm", required_argument, NULL, 'c' },                                            \
+	{ "no-inline", no_argument, NULL, SMP_OPT_NO_INLINE },                              \
+	{ "no-symbols", no_argument, NULL, 'n' },                                            \
+	{ "kernel", no_argument, NULL, SMP_OPT_KERNEL },                                    \
+	{ "no-kernel", no_argument, NULL, SMP_OPT_NO_KERNEL }
+/* Option CH with argument ARG into O (-o: *OUTPUT): 1 when CH is one of
+ * them, 0 when not, -1 after printing why ARG is wrong. */
+int smp_option(int ch, const char *arg, struct smp_opts *o, const char **output);
 
 #endif

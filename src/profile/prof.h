@@ -324,6 +324,79 @@ BK_HIDDEN void prof_read_entry(const struct prof_read *rd, uint64_t i, uint64_t 
  * or -1 when it has none in struct bk_regs. */
 BK_HIDDEN int prof_perf_reg_to_dwarf(enum bk_arch arch, unsigned perf_reg);
 
+/* ---- Live: records from perf_event_open's ring buffers (prof_live.c) ------ *
+ *
+ * `backstep record`: no perf.data in between. A live reader has no source;
+ * it knows the one event the recorder opened (its attr, this machine), so
+ * the bytes of a ring-buffer record decode exactly as a perf.data record's
+ * and go through the same pipeline (samples, time order, walks). Linux
+ * only; this machine's architecture and byte order (little-endian). */
+
+struct perf_event_attr;
+
+#define PROF_LIVE_STACK_USER 8192 /* bytes of user stack per sample, perf's default */
+
+/* The attr of a DWARF profile on this machine: cpu-clock at FREQ_HZ
+ * samples per second of each thread's CPU time; IP, TID, TIME, CPU,
+ * PERIOD, user registers (the set perf takes for --call-graph dwarf),
+ * PROF_LIVE_STACK_USER bytes of user stack, and the kernel callchain
+ * when KERNEL_CALLCHAIN; MMAP2, COMM (exec), FORK/EXIT records with
+ * sample_id_all; inherit. KERNEL false: exclude_kernel (samples only in
+ * user mode: what perf_event_paranoid 2 allows). The caller sets
+ * disabled / enable_on_exec. BK_E_UNSUPPORTED on a machine we have no
+ * register set for. */
+BK_HIDDEN int prof_live_attr(struct perf_event_attr *attr, uint64_t freq_hz, bool kernel,
+			     bool kernel_callchain);
+/* A reader for records of the event ATTR (ATTR_SIZE bytes, as given to
+ * perf_event_open) with its NIDS sample ids (may be 0: one event).
+ * prof_next on it returns 0; feed records through prof_decode_live. */
+BK_HIDDEN int prof_open_live(const struct perf_event_attr *attr, size_t attr_size,
+			     const uint64_t *ids, size_t nids, struct prof_reader **out);
+/* Decode one record of LEN bytes at P (its perf_event_header first;
+ * contiguous: see prof_ring_next): 1 (REC filled; pointers into P and the
+ * reader, valid until the next decode), 0 (nothing to return), or a
+ * negative BK_E_* (BK_E_CORRUPT: the size is not LEN). Counted in
+ * prof_stats like a file's records. */
+BK_HIDDEN int prof_decode_live(struct prof_reader *r, const uint8_t *p, size_t len,
+			       struct prof_record *rec);
+
+/* One event's ring buffer (the perf_event_mmap_page and DATA_LEN bytes of
+ * data, a power of two times the page size), read in passes: a pass
+ * hands out the records written before it began; each record's bytes
+ * stay valid until the next call, after which the kernel may reuse them.
+ * A record that wraps around the end is copied whole into the ring's
+ * scratch buffer, so every record handed out is contiguous. */
+struct prof_ring;
+/* Map FD's buffer. BK_E_LIMIT: the kernel refused that much locked memory
+ * (perf_event_mlock_kb, RLIMIT_MEMLOCK): try a smaller DATA_LEN;
+ * BK_E_IO: any other failure; BK_E_NOMEM. */
+BK_HIDDEN int prof_ring_map(int fd, size_t data_len, struct prof_ring **out);
+BK_HIDDEN void prof_ring_unmap(struct prof_ring *g);
+/* Begin a pass: the records written so far (the rest of the last pass
+ * is given up). */
+BK_HIDDEN void prof_ring_pass(struct prof_ring *g);
+/* The next record of the pass: 1 (*P, *LEN), 0 (the pass is done), or
+ * BK_E_CORRUPT (a record header that cannot be: the rest of the pass is
+ * dropped). */
+BK_HIDDEN int prof_ring_next(struct prof_ring *g, const uint8_t **p, size_t *len);
+
+/* The records perf synthesizes for a process that already runs, as the
+ * kernel would have written them had it been watched from its start: a
+ * COMM per thread (/proc/PID/task/TID/comm) and an MMAP2 per executable
+ * mapping (/proc/PID/maps), at time 0, each decoded with R and handed to
+ * EMIT (a nonzero return stops and is returned). BK_E_NOT_FOUND: no such
+ * process; BK_E_IO: it could not be read; BK_E_NOMEM. */
+BK_HIDDEN int prof_live_synth(struct prof_reader *r, int pid,
+			      int (*emit)(void *ctx, const struct prof_record *rec), void *ctx);
+
+/* The threads of process PID (/proc/PID/task), the leader first: *N ids
+ * in *TIDS (base_free it). BK_E_NOT_FOUND: no such process; BK_E_IO,
+ * BK_E_NOMEM. */
+BK_HIDDEN int prof_live_threads(int pid, int **tids, size_t *n);
+
+/* A reader with no source yet (prof_reader.c), for the prof_open_*. */
+BK_HIDDEN int prof_reader_new(struct prof_reader **out);
+
 /* ---- Internal: shared by prof_reader.c and prof_decode.c ------------------ */
 
 /* One event as kept: the public part plus what decoding needs. */

@@ -656,7 +656,7 @@ static int read_pipe_header(struct prof_reader *r)
 	}
 }
 
-static int reader_new(struct prof_reader **out)
+int prof_reader_new(struct prof_reader **out)
 {
 	struct prof_reader *r = base_calloc(1, sizeof(*r));
 	if (!r)
@@ -725,7 +725,7 @@ int prof_open_fd_opts(int fd, bool seekable, size_t max_read, struct prof_reader
 		return BK_E_INVAL;
 	*out = NULL;
 	struct prof_reader *r;
-	int err = reader_new(&r);
+	int err = prof_reader_new(&r);
 	if (err)
 		return err;
 	r->fd = fd;
@@ -782,7 +782,7 @@ int prof_open_memory(const void *data, size_t len, struct prof_reader **out)
 		return BK_E_INVAL;
 	*out = NULL;
 	struct prof_reader *r;
-	int err = reader_new(&r);
+	int err = prof_reader_new(&r);
 	if (err)
 		return err;
 	static const uint8_t none;

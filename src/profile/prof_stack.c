@@ -10,6 +10,28 @@
  * parent's modules; exec (COMM with PERF_RECORD_MISC_COMM_EXEC) and EXIT
  * of the leader drop them.
  *
+ * Build-ids. A file is used only if it is the one perf saw: where perf
+ * recorded a build-id for it (the MMAP2 record's own, PERF_RECORD_MISC_
+ * MMAP_BUILD_ID, from `perf record --buildid-mmap`; else the HEADER_BUILD_ID
+ * entry of the host, pid -1, for its path, which prof_queue_get gives the
+ * MMAP; else a HEADER_BUILD_ID record met earlier in a stream) and the
+ * file's is another, its mapping is a *hole*: no module (frames there are
+ * named by nothing), and a walk ends at the first frame in it ("build-id
+ * differs": its unwind tables are not known, and what a frame-pointer
+ * guess would make of the frames above is not trusted). The file is
+ * listed once (prof_stacks_differing). Where perf recorded nothing, the
+ * file is used as it is.
+ *
+ * What perf writes (perf 6.1): `perf record` to a file lists in
+ * HEADER_BUILD_ID the files its samples hit (with --call-graph dwarf: the
+ * files of the interrupted PCs, not every file of the call chains), read
+ * with the header, before the first record; `--buildid-all` lists all.
+ * `perf record -o -` writes no build-id at all; `perf inject -b` adds
+ * HEADER_BUILD_ID records to a stream, each right before the first sample
+ * in its file: after the MMAP. Such a record met after its file was mapped
+ * turns that file's modules into holes then (each process's space is
+ * rebuilt without them): the samples already walked keep their stacks.
+ *
  * A sample is walked by the PC-only walk from its user registers, at the
  * interrupted PC; where it hands over, by the cursor, which also says why
  * a walk stopped early (the stack copy ended: BK_E_MEMORY; no module or
@@ -41,10 +63,14 @@ static int sample_read(void *ctx, uint64_t addr, void *dst, size_t len)
 	return 0;
 }
 
-/* A module as an MMAP record gave it, kept to hand to a forked child. */
+/* A module as an MMAP record gave it, kept to hand to a forked child and
+ * to rebuild the space: in the order they came, so that a later one
+ * replaces an earlier one it overlaps. */
 struct pmod {
 	uint64_t start, end, base;
 	char *path;
+	bool checked;          /* its build-id was held against a recorded one */
+	bool differs;          /* a hole: the file is not the one perf saw */
 };
 
 struct proc {
@@ -54,7 +80,15 @@ struct proc {
 	struct sample_mem mem;
 	struct pmod *mods;
 	size_t nmods, cap;
+	size_t nholes;         /* mods[] entries that are holes */
 	uint64_t map;          /* prof_walk.map: renumbered at each change */
+};
+
+/* A build-id perf recorded for a file (a HEADER_BUILD_ID record). */
+struct rec_bid {
+	char *path;
+	uint8_t len;
+	uint8_t bytes[20];
 };
 
 struct prof_stacks {
@@ -63,6 +97,10 @@ struct prof_stacks {
 	size_t nprocs, cap;
 	uint64_t maps;         /* the last map number given */
 	struct prof_stack_stats stats;
+	struct rec_bid *bids;  /* from HEADER_BUILD_ID records, in order met */
+	size_t nbids, capbids;
+	char **differ;         /* files whose build-id differs, each once */
+	size_t ndiffer;
 };
 
 int prof_stacks_new(enum bk_arch arch, struct prof_stacks **out)
@@ -93,12 +131,23 @@ void prof_stacks_free(struct prof_stacks *p)
 	for (size_t i = 0; i < p->nprocs; i++)
 		proc_free(p->procs[i]);
 	free(p->procs);
+	for (size_t i = 0; i < p->nbids; i++)
+		free(p->bids[i].path);
+	free(p->bids);
+	for (size_t i = 0; i < p->ndiffer; i++)
+		free(p->differ[i]);
+	free(p->differ);
 	free(p);
 }
 
 const struct prof_stack_stats *prof_stacks_stats(const struct prof_stacks *p)
 {
 	return &p->stats;
+}
+
+const char *prof_stacks_differing(const struct prof_stacks *p, size_t i)
+{
+	return i < p->ndiffer ? p->differ[i] : NULL;
 }
 
 /* Where PID is or would go in the sorted process list. */
@@ -121,6 +170,13 @@ static struct proc *proc_find(const struct prof_stacks *p, int32_t pid)
 	return i < p->nprocs && p->procs[i]->pid == pid ? p->procs[i] : NULL;
 }
 
+/* An empty space for PR: its memory is the sample being walked. */
+static int proc_space(const struct prof_stacks *p, struct proc *pr, struct bk_space **out)
+{
+	static const struct bk_target_ops ops = { sizeof(ops), sample_read };
+	return bk_space_create(p->arch, &ops, &pr->mem, out);
+}
+
 /* The process PID, made (empty) when new. */
 static struct proc *proc_get(struct prof_stacks *p, int32_t pid)
 {
@@ -140,8 +196,7 @@ static struct proc *proc_get(struct prof_stacks *p, int32_t pid)
 		return NULL;
 	pr->pid = pid;
 	pr->map = ++p->maps;
-	static const struct bk_target_ops ops = { sizeof(ops), sample_read };
-	if (bk_space_create(p->arch, &ops, &pr->mem, &pr->space) != 0) {
+	if (proc_space(p, pr, &pr->space) != 0) {
 		free(pr);
 		return NULL;
 	}
@@ -162,8 +217,86 @@ static void proc_drop(struct prof_stacks *p, int32_t pid)
 	p->nprocs--;
 }
 
-static int proc_add_module(struct prof_stacks *p, struct proc *pr, uint64_t start, uint64_t end,
-			   uint64_t base, const char *path)
+/* ---- Build-ids ------------------------------------------------------------- */
+
+/* ELF has the build-id WANT (LEN bytes; perf pads a shorter one with
+ * zeros to 20 when the record does not say its size). */
+static bool same_build_id(const struct bk_elf *elf, const uint8_t *want, size_t len)
+{
+	const uint8_t *have;
+	size_t n = bk_elf_build_id(elf, &have);
+	if (n == 0 || n > len || memcmp(have, want, n))
+		return false;
+	for (size_t i = n; i < len; i++)
+		if (want[i])
+			return false;
+	return true;
+}
+
+/* The build-id a HEADER_BUILD_ID record gave for PATH (the last one), or
+ * NULL. */
+static const struct rec_bid *recorded_bid(const struct prof_stacks *p, const char *path)
+{
+	for (size_t i = p->nbids; i-- > 0;)
+		if (!strcmp(p->bids[i].path, path))
+			return &p->bids[i];
+	return NULL;
+}
+
+/* List PATH among the files that differ, once. */
+static int note_differing(struct prof_stacks *p, const char *path)
+{
+	for (size_t i = 0; i < p->ndiffer; i++)
+		if (!strcmp(p->differ[i], path))
+			return 0;
+	char **n = realloc(p->differ, (p->ndiffer + 1) * sizeof(*n));
+	if (!n)
+		return BK_E_NOMEM;
+	p->differ = n;
+	if (!(p->differ[p->ndiffer] = strdup(path)))
+		return BK_E_NOMEM;
+	p->ndiffer++;
+	p->stats.build_id_differs++;
+	return 0;
+}
+
+/* ---- Modules ---------------------------------------------------------------- */
+
+static bool overlaps(const struct pmod *a, const struct pmod *b)
+{
+	return a->start < b->end && b->start < a->end;
+}
+
+/* Make PR's space again from its log: each module no later entry (module
+ * or hole) overlaps, in order, as the records placed them. Cold: a file
+ * that differs was found after modules were added. */
+static int proc_rebuild(struct prof_stacks *p, struct proc *pr)
+{
+	struct bk_space *ns;
+	if (proc_space(p, pr, &ns) != 0)
+		return BK_E_NOMEM;
+	for (size_t i = 0; i < pr->nmods; i++) {
+		const struct pmod *m = &pr->mods[i];
+		bool replaced = m->differs;
+		for (size_t j = i + 1; j < pr->nmods && !replaced; j++)
+			replaced = overlaps(m, &pr->mods[j]);
+		if (replaced)
+			continue;
+		struct bk_elf *elf = NULL;
+		bk_elf_open(m->path, &elf);
+		if (uw_space_add(ns, m->start, m->end, m->base, m->path, elf) != 0) {
+			bk_space_destroy(ns);
+			return BK_E_NOMEM;
+		}
+	}
+	bk_space_destroy(pr->space);
+	pr->space = ns;
+	pr->map = ++p->maps;
+	return 0;
+}
+
+/* Append M (its path copied) to PR's log. */
+static int proc_log(struct proc *pr, const struct pmod *m)
 {
 	if (pr->nmods == pr->cap) {
 		size_t cap = pr->cap ? pr->cap * 2 : 16;
@@ -173,13 +306,127 @@ static int proc_add_module(struct prof_stacks *p, struct proc *pr, uint64_t star
 		pr->mods = n;
 		pr->cap = cap;
 	}
-	char *copy = strdup(path);
+	char *copy = strdup(m->path);
 	if (!copy)
 		return BK_E_NOMEM;
-	pr->mods[pr->nmods++] = (struct pmod){ start, end, base, copy };
+	pr->mods[pr->nmods] = *m;
+	pr->mods[pr->nmods++].path = copy;
+	pr->nholes += m->differs;
+	return 0;
+}
+
+/* Map M into PR: a module, or a hole (M->differs), which removes what it
+ * overlaps. ELF (owned; may be NULL) is M's file, opened already. */
+static int proc_map(struct prof_stacks *p, struct proc *pr, const struct pmod *m,
+		    struct bk_elf *elf)
+{
+	int err = proc_log(pr, m);
+	if (err) {
+		bk_elf_close(elf);
+		return err;
+	}
 	pr->map = ++p->maps;
-	struct bk_module_desc d = { sizeof(d), path, base, start, end };
-	return bk_space_add_module(pr->space, &d);
+	if (!m->differs)
+		return uw_space_add(pr->space, m->start, m->end, m->base, m->path, elf);
+	bk_elf_close(elf);
+	for (size_t i = 0; i < pr->space->nmods; i++) {
+		const struct uw_module *have = &pr->space->mods[i];
+		if (have->start < m->end && m->start < have->end)
+			return proc_rebuild(p, pr);
+	}
+	return 0;
+}
+
+/* A new mapping of PATH: its file is used unless perf recorded another
+ * build-id for it (BID, LEN: the record's own; else a HEADER_BUILD_ID
+ * record's). */
+static int proc_add_module(struct prof_stacks *p, struct proc *pr, uint64_t start, uint64_t end,
+			   uint64_t base, const char *path, const uint8_t *bid, size_t len)
+{
+	if (end <= start)
+		return BK_E_INVAL;
+	struct pmod m = { start, end, base, (char *)path, false, false };
+	struct bk_elf *elf = NULL;
+	bk_elf_open(path, &elf); /* a module without a file still has a name */
+	const struct rec_bid *rb = len ? NULL : recorded_bid(p, path);
+	if (rb) {
+		bid = rb->bytes;
+		len = rb->len;
+	}
+	if (elf && len) {
+		m.checked = true;
+		m.differs = !same_build_id(elf, bid, len);
+		if (m.differs) {
+			int err = note_differing(p, path);
+			if (err) {
+				bk_elf_close(elf);
+				return err;
+			}
+		}
+	}
+	return proc_map(p, pr, &m, elf);
+}
+
+/* A HEADER_BUILD_ID record met in the data (a stream): later mappings of
+ * its file are held against it, and so are the ones made already that
+ * were not checked (perf inject -b puts it after the MMAP). */
+static int recorded_late(struct prof_stacks *p, const struct prof_build_id *b)
+{
+	if (b->pid != -1 || b->len == 0 || !b->filename || b->filename[0] != '/')
+		return 0; /* a guest's, or the kernel's */
+	if (p->nbids == p->capbids) {
+		size_t cap = p->capbids ? p->capbids * 2 : 16;
+		struct rec_bid *n = realloc(p->bids, cap * sizeof(*n));
+		if (!n)
+			return BK_E_NOMEM;
+		p->bids = n;
+		p->capbids = cap;
+	}
+	struct rec_bid *rb = &p->bids[p->nbids];
+	if (!(rb->path = strdup(b->filename)))
+		return BK_E_NOMEM;
+	rb->len = b->len;
+	memcpy(rb->bytes, b->bytes, b->len);
+	p->nbids++;
+
+	int verdict = -1; /* the file: -1 not looked at, 0 same, 1 differs */
+	for (size_t i = 0; i < p->nprocs; i++) {
+		struct proc *pr = p->procs[i];
+		bool changed = false;
+		for (size_t k = 0; k < pr->nmods; k++) {
+			struct pmod *m = &pr->mods[k];
+			if (m->checked || m->differs || strcmp(m->path, rb->path))
+				continue;
+			if (verdict < 0) {
+				struct bk_elf *elf = NULL;
+				verdict = bk_elf_open(rb->path, &elf) == 0 &&
+					  !same_build_id(elf, rb->bytes, rb->len);
+				bk_elf_close(elf);
+			}
+			m->checked = true;
+			if (verdict == 1) {
+				m->differs = true;
+				pr->nholes++;
+				changed = true;
+			}
+		}
+		int err = 0;
+		if (changed && ((err = note_differing(p, rb->path)) || (err = proc_rebuild(p, pr))))
+			return err;
+	}
+	return 0;
+}
+
+/* ADDR lies in a hole of PR: a mapping of a file that differs, and no
+ * module there. */
+static bool in_hole(const struct proc *pr, uint64_t addr)
+{
+	if (uw_space_find(pr->space, addr))
+		return false;
+	for (size_t i = 0; i < pr->nmods; i++)
+		if (pr->mods[i].differs && addr - pr->mods[i].start < pr->mods[i].end - pr->mods[i].start)
+			return true;
+	return false;
 }
 
 /* Mappings that are no file of code: perf names them in brackets or
@@ -195,9 +442,15 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 	struct proc *pr;
 	switch (rec->kind) {
 	case PROF_MMAP:
-		/* Executable mappings of files: their code has CFI. */
-		if ((rec->misc & PROF_MISC_MMAP_DATA) || !is_file(rec->mmap.filename) ||
-		    (rec->mmap.mmap2 && !(rec->mmap.prot & 4 /* PROT_EXEC */)))
+		/* Executable mappings of files: their code has CFI. A file's
+		 * mapping at offset 0 without exec is taken too, until one with
+		 * exec replaces it: ld.so maps a library's whole extent read-only
+		 * first, and when the ring buffer overflowed (LOST) that may be
+		 * all a recording has of it. */
+		if (!is_file(rec->mmap.filename) ||
+		    (((rec->misc & PROF_MISC_MMAP_DATA) ||
+		      (rec->mmap.mmap2 && !(rec->mmap.prot & 4 /* PROT_EXEC */))) &&
+		     rec->mmap.pgoff != 0))
 			return 0;
 		if (rec->pid < 0 || !(pr = proc_get(p, rec->pid)))
 			return rec->pid < 0 ? 0 : BK_E_NOMEM;
@@ -206,7 +459,8 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 		 * ld and lld make, so it is mapped PGOFF below this mapping. */
 		return proc_add_module(p, pr, rec->mmap.addr - rec->mmap.pgoff,
 				       rec->mmap.addr + rec->mmap.len,
-				       rec->mmap.addr - rec->mmap.pgoff, rec->mmap.filename);
+				       rec->mmap.addr - rec->mmap.pgoff, rec->mmap.filename,
+				       rec->mmap.build_id, rec->mmap.build_id_len);
 	case PROF_COMM:
 		if (rec->pid < 0)
 			return 0;
@@ -228,10 +482,13 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 			return BK_E_NOMEM;
 		pr = proc_find(p, rec->task.ppid); /* proc_get may have moved it */
 		if (pr) {
+			/* The parent's modules and holes, as they were decided. */
 			memcpy(child->comm, pr->comm, sizeof(child->comm));
 			for (size_t i = 0; i < pr->nmods; i++) {
-				int err = proc_add_module(p, child, pr->mods[i].start, pr->mods[i].end,
-							  pr->mods[i].base, pr->mods[i].path);
+				struct bk_elf *elf = NULL;
+				if (!pr->mods[i].differs)
+					bk_elf_open(pr->mods[i].path, &elf);
+				int err = proc_map(p, child, &pr->mods[i], elf);
 				if (err == BK_E_NOMEM)
 					return err;
 			}
@@ -241,6 +498,8 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 		if (rec->task.pid == rec->task.tid)
 			proc_drop(p, rec->task.pid);
 		return 0;
+	case PROF_BUILD_ID:
+		return recorded_late(p, &rec->build_id);
 	default:
 		return 0;
 	}
@@ -306,9 +565,19 @@ int prof_stacks_walk(struct prof_stacks *p, const struct prof_record *rec, uint6
 	}
 	if (n > 1 && pcs[n - 1] == 0)
 		n--; /* a return address of 0 marks the end */
+	/* The walk ends at a frame in a file that differs. */
+	bool hole = false;
+	for (int k = 0; pr->nholes && k < n && !hole; k++) {
+		bool at_pc = k == 0 || (interrupted && interrupted[k]);
+		if ((hole = in_hole(pr, pcs[k] - !at_pc))) {
+			n = k + 1;
+			w->ended = BK_E_NO_UNWIND;
+		}
+	}
 	if (w->ended) {
 		p->stats.truncated++;
-		w->reason = w->ended == BK_E_MEMORY ? "stack copy too short"
+		w->reason = hole ? "build-id differs"
+			    : w->ended == BK_E_MEMORY ? "stack copy too short"
 			    : w->ended == BK_E_NO_UNWIND ? "no unwind information"
 			    : bk_strerror(w->ended);
 	} else {
@@ -334,10 +603,19 @@ struct qent {
 	bool owned;            /* a copy (else in the reader's memory) */
 };
 
+/* The reader's HEADER_BUILD_ID entries of the host (pid -1) by file name. */
+struct bid_name {
+	const char *name;      /* the entry's own string */
+	size_t i;              /* for prof_build_id_at */
+};
+
 struct prof_queue {
 	struct qent *e;
 	size_t n, cap, ready;
 	uint64_t seq, round_max, prev_round_max;
+	struct bid_name *bidx; /* sorted by name */
+	size_t nbidx;
+	size_t bidx_of;        /* prof_build_id_count when it was made */
 };
 
 int prof_queue_new(struct prof_queue **out)
@@ -354,6 +632,7 @@ void prof_queue_free(struct prof_queue *q)
 		if (q->e[i].owned)
 			free((void *)q->e[i].bytes);
 	free(q->e);
+	free(q->bidx);
 	free(q);
 }
 
@@ -403,6 +682,39 @@ size_t prof_queue_round(struct prof_queue *q, bool end)
 	return k;
 }
 
+static int bid_name_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct bid_name *)a)->name, ((const struct bid_name *)b)->name);
+}
+
+/* The build-id HEADER_BUILD_ID gives for the host's file NAME, or NULL.
+ * The index is made again when the reader has more entries (file mode:
+ * all of them are read with the header, before the first record). */
+static const struct prof_build_id *header_bid(struct prof_queue *q, const struct prof_reader *r,
+					      const char *name)
+{
+	size_t count = prof_build_id_count(r);
+	if (count != q->bidx_of) {
+		struct bid_name *n = realloc(q->bidx, count * sizeof(*n));
+		if (!n)
+			return NULL; /* (an advisory lookup: not an error) */
+		q->bidx = n;
+		q->nbidx = 0;
+		for (size_t i = 0; i < count; i++) {
+			const struct prof_build_id *b = prof_build_id_at(r, i);
+			if (b->pid == -1 && b->len && b->filename)
+				q->bidx[q->nbidx++] = (struct bid_name){ b->filename, i };
+		}
+		qsort(q->bidx, q->nbidx, sizeof(*q->bidx), bid_name_cmp);
+		q->bidx_of = count;
+	}
+	struct bid_name key = { name, 0 };
+	const struct bid_name *hit = q->nbidx ? bsearch(&key, q->bidx, q->nbidx, sizeof(*q->bidx),
+							bid_name_cmp)
+					      : NULL;
+	return hit ? prof_build_id_at(r, hit->i) : NULL;
+}
+
 int prof_queue_get(struct prof_queue *q, struct prof_reader *r, size_t i,
 		   struct prof_record *rec)
 {
@@ -415,7 +727,15 @@ int prof_queue_get(struct prof_queue *q, struct prof_reader *r, size_t i,
 	rec->size = q->e[i].size;
 	rec->raw = p;
 	rec->attr = -1;
-	return prof_decode(r, p, rec->size, rec);
+	int err = prof_decode(r, p, rec->size, rec);
+	if (err >= 0 && rec->kind == PROF_MMAP && !rec->mmap.build_id_len && rec->mmap.filename) {
+		const struct prof_build_id *b = header_bid(q, r, rec->mmap.filename);
+		if (b) {
+			rec->mmap.build_id = b->bytes;
+			rec->mmap.build_id_len = b->len;
+		}
+	}
+	return err;
 }
 
 void prof_queue_drop_ready(struct prof_queue *q)

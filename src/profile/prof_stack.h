@@ -16,6 +16,8 @@ struct prof_stack_stats {
 	uint64_t no_regs;      /* no user registers (kernel threads, ABI none) */
 	uint64_t no_stack;     /* no stack copy: the interrupted PC only */
 	uint64_t modules;      /* executable file mappings added */
+	uint64_t build_id_differs; /* files not used: their build-id is not the
+				      one perf recorded (prof_stacks_differing) */
 };
 
 /* How one sample's walk went. */
@@ -33,18 +35,24 @@ struct prof_walk {
 /* Processes of a recording of ARCH. Cold. */
 int prof_stacks_new(enum bk_arch arch, struct prof_stacks **out);
 void prof_stacks_free(struct prof_stacks *p);
-/* A record that changes the processes (MMAP, COMM, FORK, EXIT); others are
- * ignored. 0 or BK_E_NOMEM. */
+/* A record that changes the processes (MMAP, COMM, FORK, EXIT) or says
+ * which file perf saw (BUILD_ID: a HEADER_BUILD_ID record of a stream);
+ * others are ignored. 0 or BK_E_NOMEM (BK_E_INVAL: an empty mapping). */
 int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec);
 /* The user stack of sample REC, innermost first (its interrupted PC, then
  * the return addresses), at most MAX: how many, or a BK_E_* code.
  * INTERRUPTED (may be NULL): per PC, 1 where the frame was interrupted
- * (the sample's own, one under a signal frame: name it at its PC), 0 for
- * a return address (name it at PC - 1). *W says which space the PCs
- * belong to and whether the walk reached the end. */
+ * (the sample's own, one under a signal frame) or is the sigreturn
+ * trampoline (the handler returned there; nothing called it): name it
+ * at its PC; 0 for a return address (name it at PC - 1). *W says which
+ * space the PCs belong to and whether the walk reached the end. */
 int prof_stacks_walk(struct prof_stacks *p, const struct prof_record *rec, uint64_t *pcs,
 		     uint8_t *interrupted, int max, struct prof_walk *w);
 const struct prof_stack_stats *prof_stacks_stats(const struct prof_stacks *p);
+/* The I-th file whose build-id differs from the one perf recorded (its
+ * mappings are not used; a walk ends at a frame there, reason "build-id
+ * differs"), in the order found, each once; NULL past the end. */
+const char *prof_stacks_differing(const struct prof_stacks *p, size_t i);
 
 
 /* Records in time order (prof_stack.c, "Time order"): push every record
@@ -53,7 +61,9 @@ const struct prof_stack_stats *prof_stacks_stats(const struct prof_stacks *p);
  * final, prof_queue_get decodes the I-th of them (its pointers valid until
  * the next call), prof_queue_drop_ready forgets them. A record read from
  * memory (prof_open_memory) is kept as a pointer into it, others as a
- * copy. */
+ * copy. prof_queue_get gives an MMAP record that carries no build-id
+ * (mmap.build_id_len 0; PROF_MISC_MMAP_BUILD_ID unset) the one the
+ * recording's HEADER_BUILD_ID names for its file on the host, if any. */
 struct prof_queue;
 int prof_queue_new(struct prof_queue **out);
 void prof_queue_free(struct prof_queue *q);

@@ -2,9 +2,10 @@
  *
  * For the current frame (registers in slots, see arch.h) a step finds how
  * the caller's registers are recovered, trying in this order:
- *   1. signal frame: the PC is the start of the sigreturn trampoline
- *      (recognised by its code bytes, so it works where the trampoline has
- *      no CFI); every register comes from the saved ucontext;
+ *   1. signal frame: the PC is in the sigreturn trampoline (known by the
+ *      'S' augmentation of its FDE's CIE, which needs no code bytes, or,
+ *      where no FDE covers it, by its code); every register comes from the
+ *      saved ucontext, and the interrupted frame is looked up at its PC;
  *   2. CFI: the row in force at the lookup PC (.eh_frame, then .debug_frame
  *      of the file, then of its separate debug file);
  *   3. frame pointer: where no CFI covers the PC, and for an interrupted
@@ -149,7 +150,7 @@ unsigned bk_cursor_depth(const struct bk_cursor *bc)
 	return ccur(bc)->depth;
 }
 
-static bool is_sigtramp(struct bk_space *s, uint64_t pc);
+static bool is_sigtramp_frame(struct bk_space *s, uint64_t pc);
 
 uint64_t bk_cursor_lookup_pc(const struct bk_cursor *bc)
 {
@@ -158,7 +159,7 @@ uint64_t bk_cursor_lookup_pc(const struct bk_cursor *bc)
 	/* The sigreturn trampoline was never called: its "return address" is
 	 * its first instruction (glibc starts its FDE a byte early for the
 	 * unwinders that subtract; symbols do not). */
-	if (c->at_pc || pc == 0 || is_sigtramp(c->space, pc))
+	if (c->at_pc || pc == 0 || is_sigtramp_frame(c->space, pc))
 		return pc;
 	return pc - 1;
 }
@@ -210,6 +211,33 @@ static bool is_sigtramp(struct bk_space *s, uint64_t pc)
 		if (!memcmp(code + (n - 1) - back, sf->code, n))
 			return true;
 	return false;
+}
+
+static int find_fde(const struct uw_module *m, uint64_t pc, const struct cfi_table **tp,
+		    struct cfi_fde *fde, struct cfi_cie *cie);
+
+/* The frame at PC, reached by a return (not interrupted), is the sigreturn
+ * trampoline: decided as a step from it decides (uw_decide at PC - 1), by
+ * the 'S' augmentation of the CIE of the FDE covering PC - 1, which needs
+ * no code bytes (a stack-only snapshot has none), or, where no FDE covers
+ * it, by its code. */
+static bool is_sigtramp_frame(struct bk_space *s, uint64_t pc)
+{
+	uint64_t lookup = pc - 1;
+	if (!(s->flags & BK_SPACE_NO_CFI)) {
+		struct uw_module tmp;
+		struct cfi_table tmp_table;
+		uint64_t tag;
+		const struct uw_module *m = s->local ? uw_local_find(s, lookup, &tmp, &tmp_table, &tag)
+						     : uw_space_find(s, lookup);
+		const struct cfi_table *t;
+		struct cfi_fde fde;
+		struct cfi_cie cie;
+		int err = m ? find_fde(m, lookup, &t, &fde, &cie) : BK_E_NOT_FOUND;
+		if (err != BK_E_NOT_FOUND)
+			return err == 0 && cie.signal_frame;
+	}
+	return is_sigtramp(s, pc);
 }
 
 /* Every saved register from the ucontext at SP; the frame after it is
@@ -311,27 +339,32 @@ static int eval_read_reg(void *ctx, unsigned regno, uint64_t *value)
 	return 0;
 }
 
-/* Find the FDE for a lookup PC in a module: its tables in order. */
-static int find_row(const struct uw_module *m, uint64_t pc, const struct cfi_table **tp,
-		    struct cfi_cie *cie, struct cfi_row *row)
+/* The FDE covering lookup PC in a module, its CIE and table: the module's
+ * tables in order. 0, BK_E_NOT_FOUND, or a decode error. */
+static int find_fde(const struct uw_module *m, uint64_t pc, const struct cfi_table **tp,
+		    struct cfi_fde *fde, struct cfi_cie *cie)
 {
 	const struct cfi_table *tables[3] = { m->eh_table, m->debug_table, m->debug_file_table };
 	uint64_t link_pc = pc - (uint64_t)m->bias;
 	for (unsigned i = 0; i < 3; i++) {
-		struct cfi_fde fde;
-		if (!tables[i])
-			continue;
-		int err = cfi_table_find(tables[i], link_pc, &fde, cie);
+		int err = tables[i] ? cfi_table_find(tables[i], link_pc, fde, cie) : BK_E_NOT_FOUND;
 		if (err == BK_E_NOT_FOUND)
 			continue;
-		if (!err)
-			err = cfi_row_at(&tables[i]->sec, cie, &fde, link_pc, row);
-		if (err)
-			return err;
 		*tp = tables[i];
-		return 0;
+		return err;
 	}
 	return BK_E_NOT_FOUND;
+}
+
+/* The row for a lookup PC in a module, from the FDE find_fde finds. */
+static int find_row(const struct uw_module *m, uint64_t pc, const struct cfi_table **tp,
+		    struct cfi_cie *cie, struct cfi_row *row)
+{
+	struct cfi_fde fde;
+	int err = find_fde(m, pc, tp, &fde, cie);
+	if (!err)
+		err = cfi_row_at(&(*tp)->sec, cie, &fde, pc - (uint64_t)m->bias, row);
+	return err;
 }
 
 /* Apply a full row (the slow path: expressions, untracked CFA registers). */

@@ -571,7 +571,8 @@ struct walk_ctx {
 	struct walk_mem mem;
 	struct walk_mods mods;
 	void **pcs;            /* where the walk's PCs start */
-	uint8_t *interrupted;  /* per PC: 1 for a frame a signal interrupted, or NULL */
+	uint8_t *interrupted;  /* per PC: 1 to look it up at the PC (a frame a signal
+				  interrupted, a sigreturn trampoline), or NULL */
 };
 
 /* step_cursor from the registers the signal frame at SIG_SP saved; out of
@@ -647,6 +648,11 @@ __attribute__((noinline)) static void **walk_slow(struct walk_ctx *w, struct wal
 			*status = k;
 			return out;
 		}
+		/* The trampoline just stepped over was entered by the handler's
+		 * return, not called: it too is named at its PC (if it is one
+		 * of the PCs: not the first frame). */
+		if (signal && w->interrupted && out > w->pcs)
+			w->interrupted[out - 1 - w->pcs] = 1;
 		*out++ = (void *)(uintptr_t)r->pc;
 		*status = 1;
 		if (!signal)

@@ -185,8 +185,9 @@ struct uw_window {
 };
 /* uw_walk_pcs with the window WIN (NULL: this thread's stack for a local
  * space, else none: every read through read_mem). INTERRUPTED (may be
- * NULL; MAX entries): set to 1 for each PC of a frame a signal interrupted
- * (look it up at the PC itself, not PC - 1), 0 for the others. */
+ * NULL; MAX entries): set to 1 for each PC to look up at the PC itself,
+ * not PC - 1: a frame a signal interrupted, and the sigreturn trampoline
+ * (entered by the handler's return, never called); 0 for the others. */
 BK_HIDDEN int uw_walk_pcs_window(struct bk_space *s, const struct bk_regs *regs, bool at_pc,
 				 void **pcs, int max, const struct uw_window *win,
 				 uint8_t *interrupted);

@@ -4,16 +4,22 @@
   report_test.py PERF BACKSTEP WORKDIR PROGRAM...
 
 Each PROGRAM (fixture builds: recursion, C++ with inlines, threads, a
-shared library, a signal handler, code without frame pointers) is recorded
-with `perf record -e cpu-clock -c 20000 --call-graph dwarf` (a sample every
-20 us of CPU) into WORKDIR, then read by `perf script` and by `backstep
-report` in its three formats:
+shared library, a signal handler, code without frame pointers, a library
+loaded with dlopen, short-lived child processes) is recorded with `perf
+record -e cpu-clock -c 20000 --call-graph dwarf` (a sample every 20 us of
+CPU) into WORKDIR, then read by `perf script` and by `backstep report` in
+its three formats. The recorded program gets BK_FIX_WORK=WORK in its
+environment: fixtures that read it work longer (about WORK us) than under
+the validator, which single-steps them.
 
-  perf-script  every sample is there (the same pid, tid and time), and
+  perf-script  every sample of every process is there (the same tid and
+               time: children that exited long before the end too), and
                wherever perf's own unwind reached the end of the stack (its
                last frame is _start, clone3/clone or start_thread) the user
                frames' function+offset equal perf's, frame for frame;
-               perf's kernel frames are left out (kallsyms may differ);
+               perf's kernel frames are left out (kallsyms may differ); a
+               program that forks (MIN_PROCESSES) must have had that many
+               processes compared;
   folded       the counts add up to the number of samples;
   json         one JSON object per sample, with its frames.
 
@@ -38,10 +44,23 @@ def expected_difference(ours, theirs):
       symbols from the PLT relocations (an empty NAME for libc's own
       IRELATIVE slots: "@plt+0xb") or names them after the symbol before
       the section (_init+0x26); backstep's symbol layer names no PLT
-      entry."""
+      entry;
+    or the sigreturn trampoline, which backstep names at its PC and perf
+    at PC - 1:
+    - the handler returns to glibc's __restore_rt (the kernel put its
+      address on the stack; nothing called it), so backstep looks the
+      frame up at the PC itself: __restore_rt+0x0. perf looks every frame
+      but the first up at PC - 1, which is the nop glibc puts before
+      __restore_rt so that such unwinders find its FDE (the FDE starts
+      there, the symbol one byte later: readelf -s of libc's debug file,
+      "FUNC LOCAL ... __restore_rt" at the PC's offset, readelf -wf "pc="
+      one byte before). No symbol covers that byte: perf prints
+      [unknown]."""
     (o, od, opc), (t, td, _) = ours, theirs
     if o == "[unknown]":
         return (t.startswith("_start+") and "ld-linux" in td) or in_plt(od, opc)
+    if o == "__restore_rt+0x0":
+        return t == "[unknown]" and od == td
     return aliases(o, t, od)
 
 
@@ -100,6 +119,16 @@ def aliases(ours, theirs, dso):
 
 OUTERMOST = ("_start", "__clone3", "clone3", "clone", "start_thread", "__GI___clone3")
 
+# BK_FIX_WORK for the recorded programs (fixtures/dlopen.c,
+# fixtures/fork_children.c): about this many microseconds of work in the
+# library and in each child.
+WORK = "1500"
+
+# Programs whose samples must come from several processes, by fixture
+# shape (the program's name is fix_SHAPE_...): the parent and its three
+# children.
+MIN_PROCESSES = {"fork_children": 4}
+
 
 def fail(msg):
     print("FAIL: " + msg)
@@ -136,11 +165,17 @@ def parse_script(text):
 
 
 def key(head):
-    """pid/tid and time from a sample's header line (either tool)."""
+    """tid and time from a sample's header line (either tool; perf's has
+    pid/tid)."""
     parts = head.split()
     tid = next(p for p in parts if p[0].isdigit())
     t = next(p for p in parts if p.endswith(":") and "." in p)
     return tid.split("/")[-1], t.rstrip(":")
+
+
+def pid_of(head):
+    """The pid of perf's header line (comm pid/tid time: ...)."""
+    return next(p for p in head.split() if "/" in p and p[0].isdigit()).split("/")[0]
 
 
 def user_frames(frames):
@@ -151,10 +186,11 @@ def check_program(perf, backstep, workdir, prog):
     name = os.path.basename(prog)
     data = os.path.join(workdir, name + ".data")
     r = run([perf, "record", "-q", "-e", "cpu-clock", "-c", "20000", "--call-graph", "dwarf",
-             "-o", data, "--", prog])
+             "-o", data, "--", prog], env=dict(os.environ, BK_FIX_WORK=WORK))
     if r.returncode not in (0, 1) or not os.path.exists(data):
         fail("%s: perf record failed (%d): %s" % (name, r.returncode, r.stderr.decode()[-500:]))
-    ps = run([perf, "script", "-F", "comm,tid,time,period,event,ip,sym,symoff,dso", "-i", data])
+    ps = run([perf, "script", "-F", "comm,pid,tid,time,period,event,ip,sym,symoff,dso", "-i",
+              data])
     if ps.returncode:
         fail("%s: perf script failed: %s" % (name, ps.stderr.decode()[-500:]))
     theirs = parse_script(ps.stdout.decode(errors="replace"))
@@ -178,6 +214,7 @@ def check_program(perf, backstep, workdir, prog):
     for head, frames in ours:
         by_key.setdefault(key(head), []).append(frames)
     compared = equal = expected = 0
+    pids, pids_compared = set(), set()
     for head, frames in theirs:
         mine = by_key.get(key(head))
         if not mine:
@@ -186,9 +223,11 @@ def check_program(perf, backstep, workdir, prog):
         offs = (offsets.get(key(head)) or [{}]).pop(0)
         t = user_frames(frames)
         o = [(s_, d_, offs.get(pc)) for s_, d_, pc in user_frames(ours_f)]
+        pids.add(pid_of(head))
         if not t or t[-1][0].split("+")[0] not in OUTERMOST:
             continue  # perf's own unwind stopped early: nothing to hold it to
         compared += 1
+        pids_compared.add(pid_of(head))
         if [x[0] for x in t] == [x[0] for x in o]:
             equal += 1
             continue
@@ -216,9 +255,14 @@ def check_program(perf, backstep, workdir, prog):
             or any(w != 20000 for _, w in stacks)):
         fail("%s: the speedscope file does not hold the %d samples (%d stacks)"
              % (name, len(theirs), len(stacks)))
-    print("%s: %d samples; %d where perf reached the end, %d equal frame for frame, "
-          "%d with an expected difference; folded, JSON and speedscope complete"
-          % (name, len(theirs), compared, equal, expected))
+    shape = next((k for k in MIN_PROCESSES if name.startswith("fix_" + k + "_")), None)
+    if shape and len(pids_compared) < MIN_PROCESSES[shape]:
+        fail("%s: samples compared in %d processes (%d with samples), expected %d"
+             % (name, len(pids_compared), len(pids), MIN_PROCESSES[shape]))
+    print("%s: %d samples in %d processes; %d where perf reached the end (%d processes), "
+          "%d equal frame for frame, %d with an expected difference; folded, JSON and "
+          "speedscope complete"
+          % (name, len(theirs), len(pids), compared, len(pids_compared), equal, expected))
     return compared
 
 

@@ -18,7 +18,10 @@
  *    of 1..13 bytes at a time (file and pipe layouts), with payloads
  *    skipped and records straddling the 1 MiB window;
  *  - every prefix of a small file and of a small stream: an error or a
- *    clean end, never a crash; allocation failures while opening.
+ *    clean end, never a crash; allocation failures while opening;
+ *  - build-ids (prof_stack.c): a file whose build-id is not the one perf
+ *    recorded (HEADER_BUILD_ID, the MMAP2 record's own, a stream's record
+ *    after the mapping) is not used, and a walk ends at its frames.
  *
  *   test_prof --write-seeds DIR   also writes the hand-built recordings to
  *                                 DIR (fuzz/corpus/perfdata seeds).
@@ -30,6 +33,7 @@
 
 #include "check.h"
 #include "profile/prof.h"
+#include "profile/prof_stack.h"
 
 static const char *seed_dir;
 
@@ -1760,6 +1764,279 @@ static void test_ways(void)
 	bb_free(&r);
 }
 
+/* ---- Build-ids: files that are not the ones perf saw (prof_stack.c) ---------------- */
+
+#define BID_SAMPLE_TYPE (PROF_SAMPLE_IP | PROF_SAMPLE_TID | PROF_SAMPLE_TIME | PROF_SAMPLE_REGS_USER)
+#define BID_TRAILER (PROF_SAMPLE_TID | PROF_SAMPLE_TIME)
+
+/* An executable MMAP2 of PATH at ADDR (0x1000 bytes, offset 0): with
+ * build-id ID (20 bytes) of its own, or, ID NULL, an inode. */
+static void bid_mmap(struct bb *r, uint32_t pid, uint64_t addr, const char *path,
+		     const uint8_t *id, uint64_t time)
+{
+	size_t at = rec_begin(r, PROF_RECORD_MMAP2, 2 | (id ? PROF_MISC_MMAP_BUILD_ID : 0));
+	bb_u32(r, pid);
+	bb_u32(r, pid);
+	bb_u64(r, addr);
+	bb_u64(r, 0x1000);
+	bb_u64(r, 0);
+	if (id) {
+		bb_uN(r, 20, 1);
+		bb_zeros(r, 3);
+		bb_bytes(r, id, 20);
+	} else {
+		bb_u32(r, 8);
+		bb_u32(r, 1);
+		bb_u64(r, 1234);
+		bb_u64(r, 1);
+	}
+	bb_u32(r, 5); /* PROT_READ | PROT_EXEC */
+	bb_u32(r, 2);
+	bb_str8(r, path);
+	trailer(r, BID_TRAILER, pid, pid, time, 0, 0);
+	rec_end(r, at);
+}
+
+/* A sample at IP: rbp, rsp and rip, no stack copy. */
+static void bid_sample(struct bb *r, uint32_t pid, uint64_t ip, uint64_t time)
+{
+	size_t at = rec_begin(r, PROF_RECORD_SAMPLE, 2);
+	bb_u64(r, ip);
+	bb_u32(r, pid);
+	bb_u32(r, pid);
+	bb_u64(r, time);
+	bb_u64(r, PROF_REGS_ABI_64);
+	bb_u64(r, 0);         /* BP */
+	bb_u64(r, 0x7ff000);  /* SP */
+	bb_u64(r, ip);        /* IP */
+	rec_end(r, at);
+}
+
+/* A build_id_event (a HEADER_BUILD_ID entry or record) for PATH. */
+static void bid_event(struct bb *r, int32_t pid, const char *path, const uint8_t *id)
+{
+	size_t at = rec_begin(r, PROF_RECORD_HEADER_BUILD_ID, 2);
+	bb_u32(r, (uint32_t)pid);
+	bb_bytes(r, id, 20);
+	bb_zeros(r, 4);
+	bb_str8(r, path);
+	rec_end(r, at);
+}
+
+static void bid_fork(struct bb *r, uint32_t pid, uint32_t ppid, uint64_t time)
+{
+	size_t at = rec_begin(r, PROF_RECORD_FORK, 0);
+	bb_u32(r, pid);
+	bb_u32(r, ppid);
+	bb_u32(r, pid);
+	bb_u32(r, ppid);
+	bb_u64(r, time);
+	trailer(r, BID_TRAILER, pid, pid, time, 0, 0);
+	rec_end(r, at);
+}
+
+/* How each sample of a recording went, read as backstep report reads it:
+ * records queued and released in time order, HEADER_BUILD_ID records of a
+ * stream too. */
+#define BID_MAX 16
+struct bid_walks {
+	unsigned n;
+	int frames[BID_MAX];
+	const char *reason[BID_MAX];
+	bool module[BID_MAX];  /* a module holds the sample's PC */
+	uint64_t map[BID_MAX];
+	uint64_t differs;
+	const char *differing[3];
+};
+
+static void bid_release(struct prof_queue *q, struct prof_reader *r, struct prof_stacks *ps,
+			bool end, struct bid_walks *o)
+{
+	size_t k = prof_queue_round(q, end);
+	for (size_t i = 0; i < k; i++) {
+		struct prof_record rec;
+		if (prof_queue_get(q, r, i, &rec) < 0)
+			continue;
+		if (rec.kind != PROF_SAMPLE) {
+			CHECK_INT(prof_stacks_event(ps, &rec), 0, "build-ids: event");
+			continue;
+		}
+		uint64_t pcs[8];
+		struct prof_walk w;
+		int n = prof_stacks_walk(ps, &rec, pcs, NULL, 8, &w);
+		struct bk_module_info mi;
+		if (o->n < BID_MAX) {
+			o->frames[o->n] = n;
+			o->reason[o->n] = w.reason;
+			o->module[o->n] = w.space && bk_space_module_at(w.space, rec.sample.ip, &mi) == 0;
+			o->map[o->n] = w.map;
+			o->n++;
+		}
+	}
+	prof_queue_drop_ready(q);
+}
+
+static void bid_read(const struct bb *img, struct bid_walks *o)
+{
+	memset(o, 0, sizeof(*o));
+	struct prof_reader *r;
+	struct prof_stacks *ps;
+	struct prof_queue *q;
+	CHECK_INT(prof_open_memory(img->p, img->len, &r), 0, "build-ids: open");
+	CHECK_INT(prof_stacks_new(BK_ARCH_X86_64, &ps), 0, "build-ids: stacks");
+	CHECK_INT(prof_queue_new(&q), 0, "build-ids: queue");
+	struct prof_record rec;
+	while (prof_next(r, &rec) == 1) {
+		if (rec.kind == PROF_FINISHED_ROUND)
+			bid_release(q, r, ps, false, o);
+		else if (rec.kind != PROF_OTHER && rec.kind != PROF_LOST)
+			CHECK_INT(prof_queue_push(q, r, &rec), 0, "build-ids: push");
+	}
+	bid_release(q, r, ps, true, o);
+	o->differs = prof_stacks_stats(ps)->build_id_differs;
+	for (size_t i = 0; i < 3; i++)
+		o->differing[i] = prof_stacks_differing(ps, i);
+	CHECK(prof_stacks_differing(ps, 3) == NULL, "build-ids: the list ends");
+	/* (the strings die with the stacks: compared before) */
+	static char keep[3][4096];
+	for (size_t i = 0; i < 3; i++)
+		if (o->differing[i]) {
+			snprintf(keep[i], sizeof(keep[i]), "%s", o->differing[i]);
+			o->differing[i] = keep[i];
+		}
+	prof_queue_free(q);
+	prof_stacks_free(ps);
+	prof_close(r);
+}
+
+/* The build-id of the ELF file PATH, zero-padded to 20 bytes: 0 if none. */
+static size_t file_build_id(const char *path, uint8_t id[20])
+{
+	struct bk_elf *elf;
+	memset(id, 0, 20);
+	if (bk_elf_open(path, &elf))
+		return 0;
+	const uint8_t *b;
+	size_t n = bk_elf_build_id(elf, &b);
+	if (n > 20)
+		n = 0;
+	memcpy(id, b, n);
+	bk_elf_close(elf);
+	return n;
+}
+
+static void test_build_ids(void)
+{
+	/* A: this program, B: the C library (from the map: under ASan
+	 * dladdr on a libc function names the interceptor in this program);
+	 * their real build-ids, and one that is neither. */
+	char a[4096], b[4096] = "", line[4096];
+	ssize_t len = readlink("/proc/self/exe", a, sizeof(a) - 1);
+	FILE *maps = fopen("/proc/self/maps", "r");
+	while (maps && !b[0] && fgets(line, sizeof(line), maps)) {
+		const char *path = strchr(line, '/');
+		if (path && strstr(path, "/libc.so.6"))
+			snprintf(b, sizeof(b), "%.*s", (int)strcspn(path, "\n"), path);
+	}
+	if (maps)
+		fclose(maps);
+	if (len <= 0 || !b[0]) {
+		CHECK(0, "build-ids: this program's and libc's paths");
+		return;
+	}
+	a[len] = 0;
+	uint8_t id_a[20], id_b[20], wrong[20];
+	memset(wrong, 0xab, sizeof(wrong));
+	if (!file_build_id(a, id_a) || !file_build_id(b, id_b)) {
+		CHECK(0, "build-ids: %s and %s have build-ids", a, b);
+		return;
+	}
+	struct attr_spec attr = { .type = 1, .period = 1, .sample_type = BID_SAMPLE_TYPE,
+				  .flags = FLAG_SAMPLE_ID_ALL, .regs_user = 0x1c0 /* BP SP IP */ };
+	struct bid_walks o;
+
+	/* File mode: HEADER_BUILD_ID gives A another build-id (the host's;
+	 * a guest's entry with the right one does not count) and B its own. */
+	{
+		struct bb bids = { 0 }, arch = { 0 }, recs = { 0 }, img = { 0 };
+		bid_event(&bids, -1, "[kernel.kallsyms]", wrong);
+		bid_event(&bids, -1, a, wrong);
+		bid_event(&bids, 4242, a, id_a);
+		bid_event(&bids, -1, b, id_b);
+		feat_string(&arch, "x86_64");
+		bid_mmap(&recs, 100, 0x10000000, a, NULL, 10);
+		bid_mmap(&recs, 100, 0x20000000, b, NULL, 11);
+		bid_fork(&recs, 101, 100, 12);
+		bid_sample(&recs, 100, 0x10000100, 20);                  /* 0: in A */
+		bid_sample(&recs, 100, 0x20000100, 21);                  /* 1: in B */
+		bid_sample(&recs, 101, 0x10000100, 22);                  /* 2: the child, in A */
+		bid_mmap(&recs, 100, 0x30000000, a, id_a, 30);            /* A, its own id: right */
+		bid_sample(&recs, 100, 0x30000100, 31);                  /* 3 */
+		bid_mmap(&recs, 100, 0x20000000, b, wrong, 40);           /* over B, its own id wrong */
+		bid_sample(&recs, 100, 0x20000100, 41);                  /* 4 */
+		struct feature feats[2] = { { PROF_FEAT_BUILD_ID, &bids }, { PROF_FEAT_ARCH, &arch } };
+		build_file(&img, &attr, 1, &recs, feats, 2);
+		bid_read(&img, &o);
+		CHECK_INT(o.n, 5, "file: samples");
+		CHECK(o.frames[0] == 1 && o.reason[0] && !strcmp(o.reason[0], "build-id differs"),
+		      "file: a sample in A ends there (%d frames, %s)", o.frames[0],
+		      o.reason[0] ? o.reason[0] : "to the end");
+		CHECK(!o.module[0], "file: no module for A");
+		CHECK(o.module[1], "file: B, recorded with its own build-id, is used");
+		CHECK(!o.reason[1] || strcmp(o.reason[1], "build-id differs"), "file: B's walk: %s",
+		      o.reason[1]);
+		CHECK(o.frames[2] == 1 && o.reason[2] && !strcmp(o.reason[2], "build-id differs") &&
+		      !o.module[2], "file: the forked child has A's hole too");
+		CHECK(o.module[3], "file: an MMAP2's own build-id before HEADER_BUILD_ID's");
+		CHECK(!o.module[4] && o.reason[4] && !strcmp(o.reason[4], "build-id differs"),
+		      "file: a mapping of B with the wrong build-id replaces B");
+		CHECK(o.map[4] != o.map[1], "file: the map changed");
+		CHECK_INT(o.differs, 2, "file: files that differ");
+		CHECK_STR(o.differing[0], a, "file: the first, once");
+		CHECK_STR(o.differing[1], b, "file: the second");
+		CHECK(o.differing[2] == NULL, "file: no third");
+		bb_free(&bids);
+		bb_free(&arch);
+		bb_free(&recs);
+		bb_free(&img);
+	}
+
+	/* A stream (perf inject -b): A's HEADER_BUILD_ID record comes after
+	 * A was mapped and sampled (records without a time are released
+	 * first in their round: here the round after). */
+	{
+		struct bb recs = { 0 }, img = { 0 };
+		size_t at;
+		bid_mmap(&recs, 200, 0x10000000, a, NULL, 10);
+		bid_mmap(&recs, 200, 0x20000000, b, NULL, 11);
+		bid_sample(&recs, 200, 0x10000100, 20);                  /* 0: A, nothing recorded */
+		for (int k = 0; k < 2; k++) {
+			at = rec_begin(&recs, PROF_RECORD_FINISHED_ROUND, 0);
+			rec_end(&recs, at);
+		}
+		bid_event(&recs, -1, a, wrong);
+		bid_event(&recs, -1, b, id_b);
+		bid_sample(&recs, 200, 0x10000100, 30);                  /* 1: A, now a hole */
+		bid_sample(&recs, 200, 0x20000100, 31);                  /* 2: B */
+		bid_mmap(&recs, 200, 0x40000000, a, NULL, 40);            /* A again */
+		bid_sample(&recs, 200, 0x40000100, 41);                  /* 3 */
+		build_pipe(&img, &attr, 1, "x86_64", &recs);
+		bid_read(&img, &o);
+		CHECK_INT(o.n, 4, "stream: samples");
+		CHECK(o.module[0] && (!o.reason[0] || strcmp(o.reason[0], "build-id differs")),
+		      "stream: before its record, A is used");
+		CHECK(!o.module[1] && o.frames[1] == 1 && o.reason[1] &&
+		      !strcmp(o.reason[1], "build-id differs"), "stream: after it, A is a hole");
+		CHECK(o.map[1] != o.map[0], "stream: the map changed");
+		CHECK(o.module[2], "stream: B, its record right, is used");
+		CHECK(!o.module[3] && o.frames[3] == 1, "stream: a later mapping of A is a hole");
+		CHECK_INT(o.differs, 1, "stream: files that differ");
+		CHECK_STR(o.differing[0], a, "stream: A, once");
+		bb_free(&recs);
+		bb_free(&img);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--write-seeds"))
@@ -1771,5 +2048,6 @@ int main(int argc, char **argv)
 	test_multi();
 	test_errors();
 	test_ways();
+	test_build_ids();
 	return check_summary();
 }
