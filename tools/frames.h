@@ -1,5 +1,5 @@
 /* One output module for every command that prints stacks (pid, core, run;
- * report and record to come): a stack is a list of machine frames, each
+ * report, record): a stack is a list of machine frames, each
  * with the source-level frames at its PC (inlined calls first, then the
  * function that contains them); a printer per format turns stacks into
  * text. Printers write through out.h. */

@@ -552,7 +552,7 @@ void smp_summary(const struct smp *s, FILE *f, const char *who)
 		fputc(')', f);
 	fprintf(f,
 		", %llu without user registers, %llu without a stack copy; %llu filtered out; "
-		"%llu lost (perf)\n",
+		"%llu lost (the kernel's count)\n",
 		(unsigned long long)st->no_regs, (unsigned long long)st->no_stack,
 		(unsigned long long)s->skipped, (unsigned long long)s->lost);
 	/* Files that are not the ones perf recorded (build-id): not used. */
