@@ -105,6 +105,21 @@ static void module_tables(struct uw_module *m)
 	}
 }
 
+/* A module M overlaps that is the same image: the same file at the same
+ * start and bias. ld.so maps a library's whole extent read-only, then its
+ * segments over it; a profile sees both mappings, and the second replaces
+ * the first with what was opened already. */
+static struct uw_module *same_image(struct bk_space *s, const struct uw_module *m)
+{
+	for (size_t i = 0; i < s->nmods; i++) {
+		struct uw_module *o = &s->mods[i];
+		if (o->start == m->start && o->end > m->start && o->elf && o->bias == m->bias &&
+		    !strcmp(o->path, m->path))
+			return o;
+	}
+	return NULL;
+}
+
 int uw_space_add(struct bk_space *s, uint64_t start, uint64_t end, uint64_t base,
 		 const char *name, struct bk_elf *elf)
 {
@@ -116,7 +131,18 @@ int uw_space_add(struct bk_space *s, uint64_t start, uint64_t end, uint64_t base
 	}
 	if (m.elf) {
 		m.bias = bk_elf_load_bias(m.elf, base);
-		module_tables(&m);
+		struct uw_module *same = same_image(s, &m);
+		if (same) { /* its file, debug file and tables serve: no second build */
+			bk_elf_close(m.elf);
+			m.elf = same->elf;
+			m.debug = same->debug;
+			m.eh_table = same->eh_table;
+			m.debug_table = same->debug_table;
+			m.debug_file_table = same->debug_file_table;
+			same->elf = same->debug = NULL; /* dropped below, without them */
+		} else {
+			module_tables(&m);
+		}
 	}
 
 	/* Drop modules the new one overlaps, then insert in order. */

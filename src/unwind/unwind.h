@@ -277,7 +277,9 @@ BK_HIDDEN enum uw_eh_result uw_local_eh_table(const struct tgt_local_object *obj
 BK_HIDDEN extern void (*uw_local_index_hook)(void);
 
 /* Add a module spanning [START, END) whose lowest PT_LOAD is at BASE; ELF
- * (may be NULL: a module known by name only) is taken over. Cold. */
+ * (may be NULL: a module known by name only) is taken over. Modules it
+ * overlaps go; one that is the same image (file, start, bias) hands over
+ * its opened file and tables instead of their being built again. Cold. */
 BK_HIDDEN int uw_space_add(struct bk_space *s, uint64_t start, uint64_t end, uint64_t base,
 			   const char *name, struct bk_elf *elf);
 /* Drop every cached row and rule (cold: no walk may run). */
