@@ -6,6 +6,8 @@
 
 #include "fold.h"
 
+#include "../src/base/base.h"
+
 struct fname {
 	uint64_t hash;
 	size_t off;      /* in text */
@@ -63,18 +65,12 @@ bool fold_failed(const struct fold *f)
 /* *P grown to hold NEED elements of SIZE: false when memory ran out. */
 static bool grow(struct fold *f, void **p, size_t *cap, size_t need, size_t size)
 {
-	if (need <= *cap)
-		return true;
-	size_t n = *cap ? *cap * 2 : 256;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * size);
+	void *q = base_grow(*p, cap, need, size, 256);
 	if (!q) {
 		f->failed = true;
 		return false;
 	}
 	*p = q;
-	*cap = n;
 	return true;
 }
 

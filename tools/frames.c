@@ -9,6 +9,8 @@
 #include "frames.h"
 #include "out.h"
 
+#include "../src/base/base.h"
+
 static enum bk_arch regs_arch = BK_ARCH_X86_64;
 
 void fr_set_arch(enum bk_arch arch)
@@ -337,10 +339,8 @@ static void memo_print(struct memo *m, const struct fr_frame *f,
 		return;
 	out_mem(text, len);
 	if (f->key >= m->cap) {
-		size_t cap = m->cap ? m->cap : 1024;
-		while (cap <= f->key)
-			cap *= 2;
-		struct memo_text *n = realloc(m->at, cap * sizeof(*n));
+		size_t cap = m->cap;
+		struct memo_text *n = base_grow(m->at, &cap, (size_t)f->key + 1, sizeof(*n), 1024);
 		if (!n)
 			return;
 		memset(n + m->cap, 0, (cap - m->cap) * sizeof(*n));
@@ -476,14 +476,10 @@ static size_t fold_nframes, fold_capframes;
 
 static bool fold_push(uint32_t id)
 {
-	if (fold_nids == fold_capids) {
-		size_t cap = fold_capids ? fold_capids * 2 : 256;
-		uint32_t *n = realloc(fold_ids, cap * sizeof(*n));
-		if (!n)
-			return false;
-		fold_ids = n;
-		fold_capids = cap;
-	}
+	uint32_t *n = base_grow(fold_ids, &fold_capids, fold_nids + 1, sizeof(*n), 256);
+	if (!n)
+		return false;
+	fold_ids = n;
 	fold_ids[fold_nids++] = id;
 	return true;
 }
@@ -518,10 +514,8 @@ static void fold_frame(const struct fr_frame *f)
 	if (!f->key || fold_nids == from)
 		return;
 	if (f->key >= fold_memocap) {
-		size_t cap = fold_memocap ? fold_memocap : 1024;
-		while (cap <= f->key)
-			cap *= 2;
-		struct fold_span *n = realloc(fold_memo, cap * sizeof(*n));
+		size_t cap = fold_memocap;
+		struct fold_span *n = base_grow(fold_memo, &cap, (size_t)f->key + 1, sizeof(*n), 1024);
 		if (!n)
 			return;
 		memset(n + fold_memocap, 0, (cap - fold_memocap) * sizeof(*n));
@@ -529,16 +523,11 @@ static void fold_frame(const struct fr_frame *f)
 		fold_memocap = cap;
 	}
 	size_t len = fold_nids - from;
-	if (fold_nframes + len > fold_capframes) {
-		size_t cap = fold_capframes ? fold_capframes * 2 : 4096;
-		while (cap < fold_nframes + len)
-			cap *= 2;
-		uint32_t *n = realloc(fold_frames, cap * sizeof(*n));
-		if (!n)
-			return;
-		fold_frames = n;
-		fold_capframes = cap;
-	}
+	uint32_t *frames = base_grow(fold_frames, &fold_capframes, fold_nframes + len,
+				     sizeof(*frames), 4096);
+	if (!frames)
+		return;
+	fold_frames = frames;
 	memcpy(fold_frames + fold_nframes, fold_ids + from, len * sizeof(*fold_ids));
 	fold_memo[f->key] = (struct fold_span){ (uint32_t)fold_nframes, (uint32_t)len };
 	fold_nframes += len;
@@ -697,17 +686,9 @@ static bool ss_failed;
 
 static void *ss_grow(void *p, size_t *cap, size_t need, size_t size)
 {
-	if (need <= *cap)
-		return p;
-	size_t n = *cap ? *cap * 2 : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(p, n * size);
-	if (!q) {
+	void *q = base_grow(p, cap, need, size, 64);
+	if (!q)
 		ss_failed = true;
-		return NULL;
-	}
-	*cap = n;
 	return q;
 }
 

@@ -158,14 +158,10 @@ static int tgid_of(int tid)
 /* CPU C into rc->cpus. */
 static bool add_cpu(struct rec *rc, size_t *cap, long c)
 {
-	if (rc->ncpus == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 64;
-		int *n = realloc(rc->cpus, ncap * sizeof(*n));
-		if (!n)
-			return false;
-		rc->cpus = n;
-		*cap = ncap;
-	}
+	int *cpus = base_grow(rc->cpus, cap, rc->ncpus + 1, sizeof(*cpus), 64);
+	if (!cpus)
+		return false;
+	rc->cpus = cpus;
 	rc->cpus[rc->ncpus++] = (int)c;
 	return true;
 }
@@ -257,17 +253,13 @@ static int open_thread(struct rec *rc, struct perf_event_attr *attr, int tid)
 				continue; /* the CPU went offline */
 			return errno;
 		}
-		if (rc->nfds == rc->capfds) {
-			size_t cap = rc->capfds ? rc->capfds * 2 : 64;
-			int *n = realloc(rc->fds, cap * sizeof(*n));
-			if (!n) {
-				close(fd);
-				cli_error("record", "out of memory");
-				return -1;
-			}
-			rc->fds = n;
-			rc->capfds = cap;
+		int *fds = base_grow(rc->fds, &rc->capfds, rc->nfds + 1, sizeof(*fds), 64);
+		if (!fds) {
+			close(fd);
+			cli_error("record", "out of memory");
+			return -1;
 		}
+		rc->fds = fds;
 		rc->fds[rc->nfds++] = fd;
 		struct cpu_ring *cr = &rc->rings[c];
 		if (cr->ring) {

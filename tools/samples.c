@@ -203,24 +203,14 @@ static bool kallsyms_line(struct kernel_syms *ks, const char *p, const char *end
 	while (e < end && *e != '\t' && *e != ' ')
 		e++;
 	size_t len = (size_t)(e - name);
-	if (ks->n == ks->cap) {
-		size_t cap = ks->cap ? ks->cap * 2 : 65536;
-		struct kernel_sym *n = realloc(ks->sym, cap * sizeof(*n));
-		if (!n)
-			return false;
-		ks->sym = n;
-		ks->cap = cap;
-	}
-	if (ks->ntext + len + 1 > ks->captext) {
-		size_t cap = ks->captext ? ks->captext * 2 : 1 << 20;
-		while (cap < ks->ntext + len + 1)
-			cap *= 2;
-		char *n = realloc(ks->text, cap);
-		if (!n)
-			return false;
-		ks->text = n;
-		ks->captext = cap;
-	}
+	struct kernel_sym *sym = base_grow(ks->sym, &ks->cap, ks->n + 1, sizeof(*sym), 65536);
+	if (!sym)
+		return false;
+	ks->sym = sym;
+	char *text = base_grow(ks->text, &ks->captext, ks->ntext + len + 1, 1, 1 << 20);
+	if (!text)
+		return false;
+	ks->text = text;
 	memcpy(ks->text + ks->ntext, name, len);
 	ks->text[ks->ntext + len] = 0;
 	ks->sym[ks->n++] = (struct kernel_sym){ addr, ks->ntext };
@@ -334,14 +324,10 @@ static uint32_t frame_key(struct smp *s, const struct prof_walk *w, uint64_t pc,
 		if (n->pc == pc && n->map == map && n->tag == tag)
 			return s->tab[j];
 	}
-	if (s->nnamed == s->capnamed) {
-		size_t cap = s->capnamed ? s->capnamed * 2 : 4096;
-		struct named *nn = realloc(s->named, cap * sizeof(*nn));
-		if (!nn)
-			return 0;
-		s->named = nn;
-		s->capnamed = cap;
-	}
+	struct named *nn = base_grow(s->named, &s->capnamed, s->nnamed + 1, sizeof(*nn), 4096);
+	if (!nn)
+		return 0;
+	s->named = nn;
 	struct named *n = &s->named[s->nnamed];
 	*n = (struct named){ .map = map, .pc = pc, .tag = tag };
 	struct bk_symbol syms[MAX_INLINE];

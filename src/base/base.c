@@ -48,6 +48,24 @@ void *base_realloc(void *p, size_t len)
 	return realloc(p, len ? len : 1);
 }
 
+void *base_grow(void *arr, size_t *cap, size_t need, size_t size, size_t min_cap)
+{
+	if (need <= *cap)
+		return arr;
+	size_t n = *cap ? *cap : min_cap ? min_cap : 1;
+	while (n < need) {
+		if (n > SIZE_MAX / 2)
+			return NULL;
+		n *= 2;
+	}
+	if (size && n > SIZE_MAX / size)
+		return NULL;
+	void *p = base_realloc(arr, n * size);
+	if (p)
+		*cap = n;
+	return p;
+}
+
 void base_free(void *p)
 {
 	free(p);

@@ -43,6 +43,12 @@ BK_HIDDEN void base_free(void *p);
 /* Tests: fail the Nth allocation from now (0 = never). */
 BK_HIDDEN void base_alloc_fail_after(unsigned long n);
 
+/* ARR (an array of *CAP elements of SIZE bytes, or NULL) made to hold
+ * NEED: its capacity doubled from MIN_CAP until it does. The array (moved
+ * or not; *CAP updated), or NULL when memory ran out or the size would
+ * overflow (ARR and *CAP untouched). Cold. */
+BK_HIDDEN void *base_grow(void *arr, size_t *cap, size_t need, size_t size, size_t min_cap);
+
 /* A copy of S through the allocation funnel, or NULL. Cold. */
 BK_HIDDEN char *base_strdup(const char *s);
 

@@ -183,14 +183,10 @@ static struct proc *proc_get(struct prof_stacks *p, int32_t pid)
 	struct proc *pr = proc_find(p, pid);
 	if (pr)
 		return pr;
-	if (p->nprocs == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 16;
-		struct proc **n = realloc(p->procs, cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		p->procs = n;
-		p->cap = cap;
-	}
+	struct proc **procs = base_grow(p->procs, &p->cap, p->nprocs + 1, sizeof(*procs), 16);
+	if (!procs)
+		return NULL;
+	p->procs = procs;
 	pr = calloc(1, sizeof(*pr));
 	if (!pr)
 		return NULL;
@@ -298,14 +294,10 @@ static int proc_rebuild(struct prof_stacks *p, struct proc *pr)
 /* Append M (its path copied) to PR's log. */
 static int proc_log(struct proc *pr, const struct pmod *m)
 {
-	if (pr->nmods == pr->cap) {
-		size_t cap = pr->cap ? pr->cap * 2 : 16;
-		struct pmod *n = realloc(pr->mods, cap * sizeof(*n));
-		if (!n)
-			return BK_E_NOMEM;
-		pr->mods = n;
-		pr->cap = cap;
-	}
+	struct pmod *mods = base_grow(pr->mods, &pr->cap, pr->nmods + 1, sizeof(*mods), 16);
+	if (!mods)
+		return BK_E_NOMEM;
+	pr->mods = mods;
 	char *copy = strdup(m->path);
 	if (!copy)
 		return BK_E_NOMEM;
@@ -374,14 +366,10 @@ static int recorded_late(struct prof_stacks *p, const struct prof_build_id *b)
 {
 	if (b->pid != -1 || b->len == 0 || !b->filename || b->filename[0] != '/')
 		return 0; /* a guest's, or the kernel's */
-	if (p->nbids == p->capbids) {
-		size_t cap = p->capbids ? p->capbids * 2 : 16;
-		struct rec_bid *n = realloc(p->bids, cap * sizeof(*n));
-		if (!n)
-			return BK_E_NOMEM;
-		p->bids = n;
-		p->capbids = cap;
-	}
+	struct rec_bid *bids = base_grow(p->bids, &p->capbids, p->nbids + 1, sizeof(*bids), 16);
+	if (!bids)
+		return BK_E_NOMEM;
+	p->bids = bids;
 	struct rec_bid *rb = &p->bids[p->nbids];
 	if (!(rb->path = strdup(b->filename)))
 		return BK_E_NOMEM;
@@ -639,14 +627,10 @@ void prof_queue_free(struct prof_queue *q)
 int prof_queue_push(struct prof_queue *q, const struct prof_reader *r,
 		    const struct prof_record *rec)
 {
-	if (q->n == q->cap) {
-		size_t cap = q->cap ? q->cap * 2 : 1024;
-		struct qent *n = realloc(q->e, cap * sizeof(*n));
-		if (!n)
-			return BK_E_NOMEM;
-		q->e = n;
-		q->cap = cap;
-	}
+	struct qent *e = base_grow(q->e, &q->cap, q->n + 1, sizeof(*e), 1024);
+	if (!e)
+		return BK_E_NOMEM;
+	q->e = e;
 	/* In memory, a record's bytes stay where they are. */
 	bool copy = !r->mem || rec->raw < r->mem || rec->size > r->src_len ||
 		    (uint64_t)(rec->raw - r->mem) > r->src_len - rec->size;
