@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark: what sampling costs the sampled program. One CPU-bound C++
-# program (report_vs_perf.sh's: deep template recursion, std::sort,
-# std::map, strings, libm, libstdc++), a fixed amount of work, run
+# program (bench/deep_cxx.cc, as report_vs_perf.sh samples: deep template
+# recursion, std::sort, std::map, strings, libm, libstdc++), a fixed amount
+# of work, run
 #   without a profiler,
 #   under backstep record -F 999 (--format folded, and perf-script),
 #   under perf record --call-graph dwarf -F 999 (cpu-clock, as backstep),
@@ -21,60 +22,7 @@ runs=${2:-3}
 iters=${3:-30000}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cat > "$work/work.cc" <<'CC'
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <map>
-#include <string>
-#include <time.h>
-#include <vector>
-static volatile double sink;
-template <int N> struct Deep {
-	__attribute__((noinline)) static double go(std::vector<double> &v, int k)
-	{
-		double r = Deep<N - 1>::go(v, k + 1);
-		if (k % 5 == N % 5)
-			std::sort(v.begin(), v.end(), [](double a, double b) { return std::sin(a) < std::sin(b); });
-		return r + v[k % v.size()];
-	}
-};
-template <> struct Deep<0> {
-	__attribute__((noinline)) static double go(std::vector<double> &v, int k)
-	{
-		std::map<std::string, double> m;
-		for (int i = 0; i < 64; i++)
-			m[std::to_string(i * k)] = std::sqrt(v[i % v.size()] + i);
-		double s = 0;
-		for (auto &e : m)
-			s += e.second * e.first.size();
-		return s;
-	}
-};
-static double now(clockid_t c)
-{
-	struct timespec t;
-	clock_gettime(c, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-int main(int argc, char **argv)
-{
-	long iters = argc > 1 ? atol(argv[1]) : 30000;
-	double w0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
-	std::vector<double> v(256);
-	for (size_t i = 0; i < v.size(); i++)
-		v[i] = (double)rand() / RAND_MAX;
-	for (long i = 0; i < iters; i++)
-		sink += Deep<24>::go(v, 0);
-	/* fd 3: the program's own wall and CPU seconds */
-	FILE *f = fdopen(3, "w");
-	if (f)
-		fprintf(f, "%.4f %.4f\n", now(CLOCK_MONOTONIC) - w0, now(CLOCK_PROCESS_CPUTIME_ID) - c0);
-	return 0;
-}
-CC
-g++ -O2 -g -fomit-frame-pointer -o "$work/work" "$work/work.cc"
+g++ -O2 -g -fomit-frame-pointer -o "$work/work" bench/deep_cxx.cc
 echo "$(date -u '+%F %T UTC'); load $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs;" \
      "$iters iterations; best of $runs"
 printf '%-40s %9s %6s %9s %6s %9s %8s %11s\n' "" "wall" "" "CPU" "" "all CPU" "samples" \
@@ -105,11 +53,11 @@ measure() { # NAME OUTPUT-FILE CMD...: the best wall time and the best CPU time 
 		"$(awk "BEGIN{print $bestcpu / $basecpu}")" "$cpu" "${samples:--}" \
 		"$(awk "BEGIN{print $bytes / 1048576}")"
 }
-measure "no profiler" "" "$work/work" "$iters"
+measure "no profiler" "" "$work/work" -n "$iters"
 measure "backstep record -F 999 (folded)" "$work/out.folded" \
-	"$backstep" record -F 999 --format folded -o "$work/out.folded" -- "$work/work" "$iters"
+	"$backstep" record -F 999 --format folded -o "$work/out.folded" -- "$work/work" -n "$iters"
 measure "backstep record -F 999 (perf-script)" "$work/out.txt" \
-	"$backstep" record -F 999 -o "$work/out.txt" -- "$work/work" "$iters"
+	"$backstep" record -F 999 -o "$work/out.txt" -- "$work/work" -n "$iters"
 measure "perf record --call-graph dwarf -F 999" "$work/perf.data" \
 	perf record -e cpu-clock -F 999 --call-graph dwarf -o "$work/perf.data" -- \
-	"$work/work" "$iters"
+	"$work/work" -n "$iters"
