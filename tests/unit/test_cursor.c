@@ -13,6 +13,7 @@
 
 #include "backstep.h"
 #include "check.h"
+#include "self_maps.h"
 
 static int read_self(void *ctx, uint64_t addr, void *dst, size_t len)
 {
@@ -22,7 +23,6 @@ static int read_self(void *ctx, uint64_t addr, void *dst, size_t len)
 										     : BK_E_MEMORY;
 }
 
-static void add_self_modules(struct bk_space *s);
 
 static struct bk_space *make_space(void)
 {
@@ -30,50 +30,11 @@ static struct bk_space *make_space(void)
 	struct bk_space *s;
 	if (bk_space_create(BK_ARCH_X86_64, &ops, NULL, &s))
 		return NULL;
-	add_self_modules(s);
+	self_add_modules(s);
 	return s;
 }
 
-/* The end of the mapping holding ADDR, from /proc/self/maps. */
-static uint64_t mapping_end(uint64_t addr)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[4096];
-	uint64_t end = 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && addr >= lo && addr < hi)
-			end = hi;
-	}
-	fclose(f);
-	return end;
-}
 
-static void add_self_modules(struct bk_space *s)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[4096], path[4096], prev[4096] = "";
-	struct bk_module_desc d = { sizeof(d), NULL, 0, 0, 0 };
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi, off;
-		path[0] = 0;
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &lo, &hi, &off, path) < 3 ||
-		    path[0] != '/')
-			continue;
-		if (strcmp(path, prev) != 0) {
-			if (prev[0])
-				bk_space_add_module(s, &d);
-			strcpy(prev, path);
-			d.path = prev;
-			d.start = lo;
-			d.base = lo - off;
-		}
-		d.end = hi;
-	}
-	if (prev[0])
-		bk_space_add_module(s, &d);
-	fclose(f);
-}
 
 static struct bk_space *space;
 
@@ -186,7 +147,7 @@ __attribute__((noinline)) void snapshot_leaf(void)
 	for (int i = 0; i < 17; i++)
 		bk_regs_set(&regs, (unsigned)i, (uint64_t)uc.uc_mcontext.gregs[map[i]]);
 	uint64_t sp = (uint64_t)uc.uc_mcontext.gregs[REG_RSP];
-	size_t len = (size_t)(mapping_end(sp) - sp);
+	size_t len = (size_t)(self_mapping_end(sp) - sp);
 	void *copy = malloc(len);
 	copy_stack(copy, sp, len);
 
@@ -200,7 +161,7 @@ __attribute__((noinline)) void snapshot_leaf(void)
 	struct bk_mem_region region = { sp, copy, len };
 	struct bk_space *snap;
 	CHECK_INT(bk_space_create_snapshot(BK_ARCH_X86_64, &region, 1, &snap), 0, "snapshot space");
-	add_self_modules(snap);
+	self_add_modules(snap);
 	nsnap = 0;
 	CHECK_INT(bk_cursor_init(&c, snap, &regs), 0, "snapshot cursor");
 	do

@@ -31,6 +31,7 @@
 
 #include "backstep.h"
 #include "check.h"
+#include "self_maps.h"
 #include "unwind/unwind.h"
 
 #define MAX_FRAMES 64
@@ -80,24 +81,10 @@ static void regs_of(const ucontext_t *uc, struct bk_regs *regs)
 		bk_regs_set(regs, (unsigned)i, (uint64_t)uc->uc_mcontext.gregs[map[i]]);
 }
 
-/* The end of the mapping holding ADDR, from /proc/self/maps (read before
- * the signal: the handler only copies). */
+/* The end of the stack's mapping (read before the signal: the handler
+ * only copies). */
 static uint64_t stack_end;
 
-static uint64_t mapping_end(uint64_t addr)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[4096];
-	uint64_t end = 0;
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && addr >= lo && addr < hi)
-			end = hi;
-	}
-	if (f)
-		fclose(f);
-	return end;
-}
 
 /* Raw stack bytes, AddressSanitizer's redzones included (ours to read). */
 #if defined(__clang__) || defined(__GNUC__)
@@ -150,32 +137,6 @@ static int read_copy(void *ctx, uint64_t addr, void *dst, size_t len)
 	return 0;
 }
 
-static void add_self_modules(struct bk_space *s)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[4096], path[4096], prev[4096] = "";
-	struct bk_module_desc d = { sizeof(d), NULL, 0, 0, 0 };
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi, off;
-		path[0] = 0;
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &lo, &hi, &off, path) < 3 ||
-		    path[0] != '/')
-			continue;
-		if (strcmp(path, prev) != 0) {
-			if (prev[0])
-				bk_space_add_module(s, &d);
-			strcpy(prev, path);
-			d.path = prev;
-			d.start = lo;
-			d.base = lo - off;
-		}
-		d.end = hi;
-	}
-	if (prev[0])
-		bk_space_add_module(s, &d);
-	if (f)
-		fclose(f);
-}
 
 static struct bk_space *snapshot_space(void)
 {
@@ -183,7 +144,7 @@ static struct bk_space *snapshot_space(void)
 	struct bk_space *s = NULL;
 	CHECK_INT(bk_space_create_snapshot(BK_ARCH_X86_64, &region, 1, &s), 0, "snapshot space");
 	if (s)
-		add_self_modules(s);
+		self_add_modules(s);
 	return s;
 }
 
@@ -193,7 +154,7 @@ static struct bk_space *callback_space(void)
 	struct bk_space *s = NULL;
 	CHECK_INT(bk_space_create(BK_ARCH_X86_64, &ops, NULL, &s), 0, "callback space");
 	if (s)
-		add_self_modules(s);
+		self_add_modules(s);
 	return s;
 }
 
@@ -355,7 +316,7 @@ static void walk_all(void)
 int main(void)
 {
 	int here;
-	stack_end = mapping_end((uint64_t)(uintptr_t)&here);
+	stack_end = self_mapping_end((uint64_t)(uintptr_t)&here);
 	copy_len = 1 << 20;
 	copy = malloc(copy_len);
 	CHECK(stack_end != 0 && copy != NULL, "setup");
