@@ -188,12 +188,12 @@ def functions(prog, samples):
             if m and fn and os.path.realpath(m) == real}
 
 
-def record_cmd(backstep, target, perf, workdir):
-    """record -- REC_TARGET: JSON and folded."""
-    name = "record -- rec_target"
-    r = run([backstep, "record", "--no-inline", "--format", "json", "--", target, "2"])
-    n, complete, truncated, _, lost = summary(name, r)
-    samples = stacks(r.stdout.decode(errors="replace"))
+def check_rec_target(name, target, out, n, truncated, min_pids, missing):
+    """The JSON Lines OUT of a record of rec_target: a line per sample (N
+    by the summary), every function of its graph seen, samples of MIN_PIDS
+    processes at least (else MISSING says what is missing), few walks
+    stopped early. Returns the samples and their pids."""
+    samples = stacks(out.decode(errors="replace"))
     if len(samples) != n:
         fail("%s: %d JSON lines, the summary says %d samples" % (name, len(samples), n))
     seen = functions(target, samples)
@@ -201,10 +201,20 @@ def record_cmd(backstep, target, perf, workdir):
         fail("%s: %d samples, none in %s (seen: %s)"
              % (name, n, sorted(REC_FUNCS - seen), sorted(seen)))
     pids = {s["pid"] for s, _ in samples}
-    if len(pids) < 3:
-        fail("%s: samples of %d processes; the forked children are missing" % (name, len(pids)))
+    if len(pids) < min_pids:
+        fail("%s: samples of %d process(es); %s" % (name, len(pids), missing))
     if truncated > n // 10 + 3:
         fail("%s: %d of %d walks stopped early" % (name, truncated, n))
+    return samples, pids
+
+
+def record_cmd(backstep, target, perf, workdir):
+    """record -- REC_TARGET: JSON and folded."""
+    name = "record -- rec_target"
+    r = run([backstep, "record", "--no-inline", "--format", "json", "--", target, "2"])
+    n, complete, truncated, _, lost = summary(name, r)
+    samples, pids = check_rec_target(name, target, r.stdout, n, truncated, 3,
+                                     "the forked children are missing")
     via_perf = check_pairs(name, target, samples, perf, backstep, workdir, [target, "2"])
     print("%s: %d samples of %d processes, %d walked to the end, %d lost; every function "
           "of its graph seen, every pair an edge%s" % (name, n, len(pids), complete, lost,
@@ -264,19 +274,8 @@ def record_pid(backstep, target, perf, workdir):
             fail("%s: the target was stopped or traced while sampled: %s" % (name, stopped))
         if elapsed > 20:  # the walks left at the end take a while on a busy machine
             fail("%s: -d 1.5 took %.1f s" % (name, elapsed))
-        samples = stacks(out.decode(errors="replace"))
-        if len(samples) != n:
-            fail("%s: %d JSON lines, the summary says %d samples" % (name, len(samples), n))
-        seen = functions(target, samples)
-        if not REC_FUNCS <= seen:
-            fail("%s: %d samples, none in %s (seen: %s)"
-                 % (name, n, sorted(REC_FUNCS - seen), sorted(seen)))
-        pids = {s["pid"] for s, _ in samples}
-        if len(pids) < 2:
-            fail("%s: samples of %d process(es): children forked after the attach are missing"
-                 % (name, len(pids)))
-        if truncated > n // 10 + 3:
-            fail("%s: %d of %d walks stopped early" % (name, truncated, n))
+        samples, pids = check_rec_target(name, target, out, n, truncated, 2,
+                                         "children forked after the attach are missing")
         via_perf = check_pairs(name, target, samples, perf, backstep, workdir, [target, "2"])
         print("%s: %d samples of %d processes in %.1f s, %d walked to the end, %d lost; never "
               "stopped or traced, still running; every function seen, every pair an edge%s"
