@@ -9,6 +9,7 @@
 
 #include "backstep.h"
 #include "cli.h"
+#include "frames.h"
 
 void cli_error(const char *what, const char *fmt, ...)
 {
@@ -82,12 +83,12 @@ static void usage(FILE *f)
 	      "  run [-r] [-n] [--no-cache] [--json] -- CMD [ARGS...]\n"
 	      "        run CMD; if a signal is about to kill it, print every thread's\n"
 	      "        stack first\n"
-	      "  report [--format perf-script|folded|json|speedscope] [-o FILE] [--pid PID]\n"
+	      "  report [--format " FR_SAMPLE_FORMATS "] [-o FILE] [--pid PID]\n"
 	      "         [--tid TID] [--comm NAME] [--no-inline] [-n] [--kernel|--no-kernel]\n"
 	      "         FILE|-\n"
 	      "        the samples of a perf.data file (perf record --call-graph dwarf)\n"
-	      "        as named stacks: perf script's text, folded stacks, JSON Lines or\n"
-	      "        a speedscope profile\n"
+	      "        as named stacks: perf script's text, folded stacks, JSON Lines,\n"
+	      "        a speedscope profile or an SVG flame graph\n"
 	      "  record [-F HZ] [-d SECONDS] [--format ...] [-o FILE] [--pid PID] [--tid TID]\n"
 	      "         [--comm NAME] [--no-inline] [-n] [--kernel|--no-kernel]\n"
 	      "         (-p PID | -- CMD [ARGS...])\n"
