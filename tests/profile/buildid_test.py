@@ -19,7 +19,8 @@ recording is reported again.
            name of the program appears, the PCs that were in the program
            have no module and no function, every sample interrupted there
            ends there ("build-id differs"), and the samples are all there;
-           frames in other files (libc) are still named;
+           frames in other files (libc, where the program spends a
+           while on purpose) are still named;
            plain stream: perf recorded nothing to hold the file against:
            no file is said to differ (the new file is used as it is).
 
@@ -33,6 +34,7 @@ import sys
 SOURCE = r"""
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #ifdef SHIFT
 __attribute__((noinline)) long only_in_new(long x)
 {
@@ -59,7 +61,13 @@ int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 30000000;
 	printf("%ld\n", bid_middle(n));
-	return 0;
+	/* Time in libc, so that samples interrupted there (named from libc
+	 * whatever became of the program) are in every recording. */
+	static char buf[1 << 20];
+	void *(*volatile fill)(void *, int, size_t) = memset;
+	for (int i = 0; i < 300; i++)
+		fill(buf, i, sizeof(buf));
+	return buf[12345] == 7;
 }
 """
 
