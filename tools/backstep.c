@@ -11,6 +11,8 @@
 #include "cli.h"
 #include "frames.h"
 
+#include "../src/sym/sym.h"
+
 void cli_error(const char *what, const char *fmt, ...)
 {
 	va_list ap;
@@ -109,6 +111,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	sym_dwarf_untracked(); /* this process's only libdwarf user frees what it takes */
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

@@ -1,13 +1,24 @@
 /* From sample records to printed stacks (samples.h).
  *
- * Naming is what a profile's reader spends its time on when it names
- * every frame of every sample: the same few thousand PCs recur in every
- * sample. So a frame is named once: a table maps (the process's module
- * map, PC, how the frame was reached) to a frame key, the frame's module
- * and symbols are copied once into an arena (they outlive the process's
- * space), and printers keep the text they make per key (fr_frame.key).
- * Kernel frames are keyed the same way, under map 0 with a tag of their
- * own. Memory grows with distinct frames, not with samples. */
+ * Two threads. The reader (the caller's thread) puts records in time
+ * order, follows each process's modules and walks each sample's stack to
+ * PCs; the namer names frames and prints. Naming is what a profile's
+ * reader spends its time on when it names every frame of every sample,
+ * and the same few thousand PCs recur in every sample. So a frame is
+ * named once: the reader maps (the process's module map, PC, how the
+ * frame was reached) to a frame key, and for a new key tells the namer
+ * the frame's module, offset and the file and link-time address to name
+ * it by; the namer names it from files opened once for every process
+ * (sym_files), and printers keep the text they make per key
+ * (fr_frame.key). Kernel frames are keyed the same way, under map 0 with
+ * a tag of their own. Memory grows with distinct frames, not with
+ * samples; the reader runs at most a ring's worth (8 MiB, some 30,000
+ * samples of 40 frames) ahead.
+ *
+ * The ring carries two messages, in order: a new key (MSG_NAME), always
+ * before the first sample that uses it, and a sample (MSG_SAMPLE: the
+ * thread, time, event and its frame keys). When no thread can be made,
+ * the reader names and prints each message itself as it makes it. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -21,20 +32,29 @@
 
 #include "../src/base/base.h"
 #include "../src/profile/prof_stack.h"
+#include "../src/sym/sym.h"
 
 #define MAX_FRAMES 1024
 #define MAX_INLINE 16
 #define PERF_CONTEXT_KERNEL ((uint64_t)-128)
 #define PERF_CONTEXT_MAX ((uint64_t)-4095)
+#define RING_SIZE ((size_t)8 << 20)
+#define PUBLISH_BYTES ((size_t)32 << 10)
 
 /* How a frame was reached, part of its key: the first frame is named at
  * its PC and is "initial"; an interrupted frame under a signal frame is
  * named at its PC; a return address at PC - 1. */
 enum { TAG_RETURN = 0, TAG_INTERRUPTED = 1, TAG_FIRST = 2, TAG_KERNEL = 4 };
 
-/* A distinct frame: the key is its index + 1. */
-struct named {
+/* A frame key as the reader knows it: the key is its index + 1. */
+struct key_id {
 	uint64_t map, pc;
+	uint8_t tag;
+};
+
+/* A distinct frame as the namer knows it (indexed by key - 1). */
+struct named {
+	uint64_t pc;
 	uint8_t tag;
 	const char *module;
 	uint64_t module_off;
@@ -42,7 +62,9 @@ struct named {
 	int nsym;
 };
 
-/* Strings and symbol arrays of named frames: blocks never moved. */
+/* Blocks never moved, each owned by one thread: the reader's holds module
+ * paths and event names (read by the namer after the message that names
+ * them), the namer's the symbol arrays. */
 struct arena_block {
 	struct arena_block *next;
 	size_t used, size;
@@ -68,35 +90,84 @@ struct reason_count {
 	uint64_t n;
 };
 
+enum { MSG_NAME = 1, MSG_SAMPLE, MSG_WRAP };
+
+struct msg_name {
+	uint32_t type, key;
+	uint64_t pc;
+	uint8_t tag;
+	const char *module;        /* reader's arena, or NULL */
+	uint64_t module_off;
+	const char *path;          /* the file to name it by (reader's arena), or NULL */
+	uint64_t link;             /* the address to look up there */
+};
+
+struct msg_sample {
+	uint32_t type, n;          /* n keys follow */
+	int32_t pid, tid;
+	uint32_t cpu;
+	int error;
+	uint64_t time, period;
+	const char *event;         /* reader's arena */
+	char comm[32];
+	uint32_t keys[];
+};
+
+/* The reader writes at WPOS and publishes up to HEAD; the namer reads
+ * from TAIL to HEAD. Positions count bytes since the start (the ring
+ * index is pos % RING_SIZE); a message never wraps: MSG_WRAP sends the
+ * reader back to the start. */
+struct ring {
+	uint8_t *buf;
+	pthread_mutex_t lock;
+	pthread_cond_t data, room;
+	uint64_t head, tail;       /* under lock */
+	bool done, finish;         /* under lock: no more messages; call the printer's end */
+	uint64_t wpos;             /* the reader's */
+};
+
 struct smp {
 	const struct smp_opts *o;
 	struct prof_stacks *ps;
 	struct prof_queue *q;
-	struct named *named;
-	size_t nnamed, capnamed;
+	/* The reader's. */
+	struct key_id *ids;
+	size_t nids, capids;
 	uint32_t *tab;             /* key; 0: empty */
 	size_t tabcap;
 	struct arena_block *arena;
-	/* Kernel symbols from /proc/kallsyms (this machine's kernel: a
-	 * recording made here), read from the start when the recording has
-	 * kernel callchains, else on the first kernel frame. */
-	struct kernel_syms ksyms;
-	int ksyms_state;
-	pthread_t ksyms_thread;
+	const char *event;         /* the last event name, in the arena */
 	struct reason_count reasons[8];
 	uint64_t shown, skipped, lost, reason_other;
+	uint64_t pcs[MAX_FRAMES];
+	uint8_t interrupted[MAX_FRAMES];
+	uint32_t keys[2 * MAX_FRAMES];
 	/* Progress on a terminal. */
 	bool tty;
 	struct timespec t0;
 	uint64_t next_check;
 	bool progress_shown;
-	/* One sample's frames. */
-	uint64_t pcs[MAX_FRAMES];
-	uint8_t interrupted[MAX_FRAMES];
+	/* Between them. */
+	struct ring ring;
+	bool threaded;
+	pthread_t namer;
+	/* The namer's. */
+	struct named *named;
+	size_t nnamed, capnamed;
+	struct arena_block *namer_arena;
+	struct sym_files *files;
+	uint64_t printed;
+	/* Kernel symbols from /proc/kallsyms (this machine's kernel: a
+	 * recording made here), read from the start when the recording has
+	 * kernel callchains, else on the first kernel frame (by the namer). */
+	struct kernel_syms ksyms;
+	int ksyms_state;
+	pthread_t ksyms_thread;
 	struct fr_frame frames[2 * MAX_FRAMES];
 };
 
 static void start_kallsyms(struct smp *s);
+static void *namer_main(void *arg);
 
 int smp_new(enum bk_arch arch, const struct smp_opts *o, bool kernel_callchains,
 	    struct smp **out)
@@ -105,7 +176,8 @@ int smp_new(enum bk_arch arch, const struct smp_opts *o, bool kernel_callchains,
 	if (!s)
 		return BK_E_NOMEM;
 	s->o = o;
-	if (prof_stacks_new(arch, &s->ps) != 0 || prof_queue_new(&s->q) != 0) {
+	if (prof_stacks_new(arch, &s->ps) != 0 || prof_queue_new(&s->q) != 0 ||
+	    !(s->files = sym_files_new()) || !(s->ring.buf = malloc(RING_SIZE))) {
 		smp_free(s);
 		return BK_E_NOMEM;
 	}
@@ -114,6 +186,10 @@ int smp_new(enum bk_arch arch, const struct smp_opts *o, bool kernel_callchains,
 	s->tty = isatty(STDERR_FILENO);
 	clock_gettime(CLOCK_MONOTONIC, &s->t0);
 	o->pr->begin();
+	pthread_mutex_init(&s->ring.lock, NULL);
+	pthread_cond_init(&s->ring.data, NULL);
+	pthread_cond_init(&s->ring.room, NULL);
+	s->threaded = pthread_create(&s->namer, NULL, namer_main, s) == 0;
 	*out = s;
 	return 0;
 }
@@ -130,47 +206,64 @@ bool smp_kernel_callchains(const struct prof_reader *r)
 	return false;
 }
 
+static void stop_namer(struct smp *s, bool finish);
+
+static void arena_free(struct arena_block *b)
+{
+	for (struct arena_block *next; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+}
+
 void smp_free(struct smp *s)
 {
 	if (!s)
 		return;
+	stop_namer(s, false);
 	prof_queue_free(s->q);
 	prof_stacks_free(s->ps);
-	free(s->named);
+	free(s->ids);
 	free(s->tab);
-	for (struct arena_block *b = s->arena, *next; b; b = next) {
-		next = b->next;
-		free(b);
-	}
+	free(s->named);
+	arena_free(s->arena);
+	arena_free(s->namer_arena);
 	if (s->ksyms_state == KSYMS_READING)
 		pthread_join(s->ksyms_thread, NULL);
 	free(s->ksyms.text);
 	free(s->ksyms.sym);
+	sym_files_free(s->files); /* after the names printed from it */
+	if (s->ring.buf) {
+		pthread_mutex_destroy(&s->ring.lock);
+		pthread_cond_destroy(&s->ring.data);
+		pthread_cond_destroy(&s->ring.room);
+		free(s->ring.buf);
+	}
 	free(s);
 }
 
-static void *arena_alloc(struct smp *s, size_t len)
+static void *arena_alloc(struct arena_block **arena, size_t len)
 {
 	len = (len + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
-	struct arena_block *b = s->arena;
+	struct arena_block *b = *arena;
 	if (!b || b->size - b->used < len) {
 		size_t size = len > 65536 ? len : 65536;
 		if (!(b = malloc(sizeof(*b) + size)))
 			return NULL;
-		*b = (struct arena_block){ s->arena, 0, size };
-		s->arena = b;
+		*b = (struct arena_block){ *arena, 0, size };
+		*arena = b;
 	}
 	void *p = (char *)b->data + b->used;
 	b->used += len;
 	return p;
 }
 
-static const char *arena_str(struct smp *s, const char *str)
+static const char *arena_str(struct arena_block **arena, const char *str)
 {
 	if (!str)
 		return NULL;
 	size_t n = strlen(str) + 1;
-	char *d = arena_alloc(s, n);
+	char *d = arena_alloc(arena, n);
 	if (d)
 		memcpy(d, str, n);
 	return d;
@@ -281,7 +374,181 @@ static bool kernel_symbol(struct smp *s, uint64_t addr, struct bk_symbol *out)
 	return true;
 }
 
-/* ---- Named frames --------------------------------------------------------- */
+/* ---- The ring ------------------------------------------------------------- */
+
+static void consume(struct smp *s, const uint8_t *m);
+
+/* Make what was written visible to the namer. */
+static void publish(struct smp *s)
+{
+	struct ring *r = &s->ring;
+	pthread_mutex_lock(&r->lock);
+	if (r->head != r->wpos) {
+		r->head = r->wpos;
+		pthread_cond_signal(&r->data);
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Room for a message of LEN bytes (a multiple of 8, at most a quarter of
+ * the ring) at the write position, waiting for the namer to make it; a
+ * pointer to it. Unthreaded: the start of the ring, every time. */
+static uint8_t *reserve(struct smp *s, size_t len)
+{
+	struct ring *r = &s->ring;
+	if (!s->threaded)
+		return r->buf;
+	size_t at = (size_t)(r->wpos % RING_SIZE);
+	size_t pad = RING_SIZE - at < len ? RING_SIZE - at : 0;
+	pthread_mutex_lock(&r->lock);
+	if (r->wpos + pad + len - r->tail > RING_SIZE) {
+		r->head = r->wpos; /* what the namer must take to make room */
+		pthread_cond_signal(&r->data);
+		while (r->wpos + pad + len - r->tail > RING_SIZE)
+			pthread_cond_wait(&r->room, &r->lock);
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (pad) {
+		*(uint32_t *)(r->buf + at) = MSG_WRAP;
+		r->wpos += pad;
+		at = 0;
+	}
+	return r->buf + at;
+}
+
+/* The message of LEN bytes reserved is written. */
+static void commit(struct smp *s, size_t len)
+{
+	struct ring *r = &s->ring;
+	if (!s->threaded) {
+		consume(s, r->buf);
+		return;
+	}
+	r->wpos += len;
+	if (r->wpos - r->head >= PUBLISH_BYTES) /* head: a stale read is harmless */
+		publish(s);
+}
+
+static void *namer_main(void *arg)
+{
+	struct smp *s = arg;
+	struct ring *r = &s->ring;
+	uint64_t pos = 0;
+	for (;;) {
+		pthread_mutex_lock(&r->lock);
+		r->tail = pos;
+		pthread_cond_signal(&r->room);
+		while (r->head == pos && !r->done)
+			pthread_cond_wait(&r->data, &r->lock);
+		uint64_t head = r->head;
+		bool done = r->done, finish = r->finish;
+		pthread_mutex_unlock(&r->lock);
+		if (head == pos && done) {
+			if (finish)
+				s->o->pr->end();
+			return NULL;
+		}
+		while (pos < head) {
+			const uint8_t *m = r->buf + pos % RING_SIZE;
+			uint32_t type = *(const uint32_t *)m;
+			size_t len = type == MSG_WRAP ? RING_SIZE - pos % RING_SIZE
+				   : type == MSG_NAME ? sizeof(struct msg_name)
+				   : (sizeof(struct msg_sample) +
+				      ((const struct msg_sample *)m)->n * sizeof(uint32_t) + 7) & ~(size_t)7;
+			if (type != MSG_WRAP)
+				consume(s, m);
+			pos += len;
+			if (pos - r->tail >= PUBLISH_BYTES) { /* room for the reader */
+				pthread_mutex_lock(&r->lock);
+				r->tail = pos;
+				pthread_cond_signal(&r->room);
+				pthread_mutex_unlock(&r->lock);
+			}
+		}
+	}
+}
+
+/* No more messages: the namer finishes what it has (then calls the
+ * printer's end when FINISH) and is joined. Unthreaded: the end here. */
+static void stop_namer(struct smp *s, bool finish)
+{
+	struct ring *r = &s->ring;
+	if (!s->threaded) {
+		if (finish)
+			s->o->pr->end();
+		return;
+	}
+	pthread_mutex_lock(&r->lock);
+	r->head = r->wpos;
+	r->done = true;
+	r->finish = finish;
+	pthread_cond_signal(&r->data);
+	pthread_mutex_unlock(&r->lock);
+	pthread_join(s->namer, NULL);
+	s->threaded = false;
+}
+
+/* ---- The namer ------------------------------------------------------------- */
+
+static void name_frame(struct smp *s, const struct msg_name *m)
+{
+	struct named *nn = base_grow(s->named, &s->capnamed, s->nnamed + 1, sizeof(*nn), 4096);
+	if (!nn)
+		return; /* its samples show the PC alone */
+	s->named = nn;
+	struct named *n = &s->named[s->nnamed++];
+	*n = (struct named){ .pc = m->pc, .tag = m->tag, .module = m->module,
+			     .module_off = m->module_off };
+	struct bk_symbol syms[MAX_INLINE];
+	int nsym = 0;
+	if (s->o->no_symbols)
+		nsym = 0;
+	else if (m->tag & TAG_KERNEL)
+		nsym = kernel_symbol(s, m->pc, &syms[0]);
+	else if (m->path) {
+		struct sym_file *f = sym_files_get(s->files, m->path);
+		nsym = f ? sym_describe(f, m->link, syms, MAX_INLINE) : 0;
+	}
+	/* The strings are the file's or the kernel table's: they live as
+	 * long as this. */
+	if (nsym > 0 && (n->syms = arena_alloc(&s->namer_arena, (size_t)nsym * sizeof(*syms)))) {
+		memcpy(n->syms, syms, (size_t)nsym * sizeof(*syms));
+		n->nsym = nsym;
+	}
+}
+
+static void print_sample(struct smp *s, const struct msg_sample *m)
+{
+	for (uint32_t i = 0; i < m->n; i++) {
+		uint32_t key = m->keys[i];
+		if (key > s->nnamed) { /* naming ran out of memory */
+			s->frames[i] = (struct fr_frame){ .how = BK_HOW_CFI };
+			continue;
+		}
+		const struct named *n = &s->named[key - 1];
+		s->frames[i] = (struct fr_frame){
+			.pc = n->pc,
+			.how = n->tag & (TAG_FIRST | TAG_KERNEL) ? BK_HOW_INITIAL : BK_HOW_CFI,
+			.module = n->module, .module_off = n->module_off,
+			.syms = n->syms, .nsym = n->nsym, .key = key };
+	}
+	struct fr_stack st = {
+		.pid = m->pid, .tid = m->tid, .name = m->comm, .time = m->time, .cpu = m->cpu,
+		.period = m->period, .event = m->event, .f = s->frames, .n = m->n,
+		.began = true, .error = m->error,
+	};
+	s->o->pr->stack(&st, s->printed++);
+}
+
+static void consume(struct smp *s, const uint8_t *m)
+{
+	if (*(const uint32_t *)m == MSG_NAME)
+		name_frame(s, (const struct msg_name *)m);
+	else
+		print_sample(s, (const struct msg_sample *)m);
+}
+
+/* ---- Frame keys (the reader) ------------------------------------------------- */
 
 static uint64_t frame_hash(uint64_t map, uint64_t pc, uint8_t tag)
 {
@@ -297,8 +564,8 @@ static bool tab_grow(struct smp *s)
 	uint32_t *t = calloc(cap, sizeof(*t));
 	if (!t)
 		return false;
-	for (size_t i = 0; i < s->nnamed; i++) {
-		const struct named *n = &s->named[i];
+	for (size_t i = 0; i < s->nids; i++) {
+		const struct key_id *n = &s->ids[i];
 		size_t j = frame_hash(n->map, n->pc, n->tag) & (cap - 1);
 		while (t[j])
 			j = (j + 1) & (cap - 1);
@@ -310,71 +577,56 @@ static bool tab_grow(struct smp *s)
 	return true;
 }
 
-/* The frame at PC reached as TAG in the process of walk W (kernel frames:
- * W NULL), named once: its key, or 0 (then *TMP is filled for this
- * sample only) when memory ran out. */
+/* The key of the frame at PC reached as TAG in the process of walk W
+ * (kernel frames: W NULL), told to the namer when new; 0 when memory ran
+ * out. */
 static uint32_t frame_key(struct smp *s, const struct prof_walk *w, uint64_t pc, uint8_t tag)
 {
 	uint64_t map = w ? w->map : 0;
-	if ((s->nnamed + 1) * 2 > s->tabcap && !tab_grow(s))
+	if ((s->nids + 1) * 2 > s->tabcap && !tab_grow(s))
 		return 0;
 	size_t j = frame_hash(map, pc, tag) & (s->tabcap - 1);
 	for (; s->tab[j]; j = (j + 1) & (s->tabcap - 1)) {
-		const struct named *n = &s->named[s->tab[j] - 1];
+		const struct key_id *n = &s->ids[s->tab[j] - 1];
 		if (n->pc == pc && n->map == map && n->tag == tag)
 			return s->tab[j];
 	}
-	struct named *nn = base_grow(s->named, &s->capnamed, s->nnamed + 1, sizeof(*nn), 4096);
-	if (!nn)
+	struct key_id *ids = base_grow(s->ids, &s->capids, s->nids + 1, sizeof(*ids), 4096);
+	if (!ids)
 		return 0;
-	s->named = nn;
-	struct named *n = &s->named[s->nnamed];
-	*n = (struct named){ .map = map, .pc = pc, .tag = tag };
-	struct bk_symbol syms[MAX_INLINE];
-	int nsym = 0;
+	s->ids = ids;
+	s->ids[s->nids] = (struct key_id){ map, pc, tag };
+	struct msg_name *m = (struct msg_name *)reserve(s, sizeof(struct msg_name));
+	*m = (struct msg_name){ .type = MSG_NAME, .key = (uint32_t)s->nids + 1, .pc = pc, .tag = tag };
 	if (tag & TAG_KERNEL) {
-		n->module = "[kernel.kallsyms]";
-		n->module_off = pc;
-		nsym = !s->o->no_symbols && kernel_symbol(s, pc, &syms[0]);
+		m->module = "[kernel.kallsyms]";
+		m->module_off = pc;
 	} else if (w && w->space) {
 		/* An interrupted frame is named at its PC; a return address at
-		 * PC - 1, the call. */
+		 * PC - 1, the call. Files only: what has no path, or a name in
+		 * brackets, has no symbols to read. */
 		uint64_t lookup = tag ? pc : pc - 1;
 		struct bk_module_info mi;
 		if (bk_space_module_at(w->space, lookup, &mi) == 0) {
-			n->module = arena_str(s, mi.path);
-			n->module_off = pc - mi.start;
+			m->module = arena_str(&s->arena, mi.path);
+			m->module_off = pc - mi.start;
+			if (m->module && m->module[0] && m->module[0] != '[') {
+				m->path = m->module;
+				m->link = lookup - (uint64_t)mi.bias;
+			}
 		}
-		if (!s->o->no_symbols)
-			nsym = bk_space_symbolize(w->space, lookup, syms, MAX_INLINE);
 	}
-	if (nsym > 0 && (n->syms = arena_alloc(s, (size_t)nsym * sizeof(*syms)))) {
-		for (int i = 0; i < nsym; i++) {
-			n->syms[i] = syms[i];
-			n->syms[i].function = arena_str(s, syms[i].function);
-			n->syms[i].file = arena_str(s, syms[i].file);
-		}
-		n->nsym = nsym;
-	}
-	s->tab[j] = (uint32_t)++s->nnamed;
+	commit(s, sizeof(struct msg_name));
+	s->tab[j] = (uint32_t)++s->nids;
 	return s->tab[j];
-}
-
-static void frame_of(const struct smp *s, uint32_t key, struct fr_frame *f)
-{
-	const struct named *n = &s->named[key - 1];
-	*f = (struct fr_frame){ .pc = n->pc,
-				.how = n->tag & (TAG_FIRST | TAG_KERNEL) ? BK_HOW_INITIAL : BK_HOW_CFI,
-				.module = n->module, .module_off = n->module_off,
-				.syms = n->syms, .nsym = n->nsym, .key = key };
 }
 
 /* ---- Samples ---------------------------------------------------------- */
 
 /* The kernel frames of a callchain (the entries after PERF_CONTEXT_KERNEL
- * up to the next context marker). */
-static size_t kernel_frames(struct smp *s, const struct prof_sample *smp, struct fr_frame *f,
-			    size_t max)
+ * up to the next context marker) as keys into K; how many, or -1 when
+ * memory ran out. */
+static int kernel_frames(struct smp *s, const struct prof_sample *smp, uint32_t *k, size_t max)
 {
 	size_t n = 0;
 	bool in_kernel = false;
@@ -386,15 +638,10 @@ static size_t kernel_frames(struct smp *s, const struct prof_sample *smp, struct
 		}
 		if (!in_kernel)
 			continue;
-		uint32_t key = frame_key(s, NULL, ip, TAG_KERNEL);
-		if (key)
-			frame_of(s, key, &f[n]);
-		else
-			f[n] = (struct fr_frame){ .pc = ip, .how = BK_HOW_INITIAL,
-						  .module = "[kernel.kallsyms]", .module_off = ip };
-		n++;
+		if (!(k[n++] = frame_key(s, NULL, ip, TAG_KERNEL)))
+			return -1;
 	}
-	return n;
+	return (int)n;
 }
 
 static void count_reason(struct smp *s, const char *reason)
@@ -408,6 +655,14 @@ static void count_reason(struct smp *s, const char *reason)
 		}
 	}
 	s->reason_other++;
+}
+
+/* NAME in the reader's arena: the last one again, or a copy. */
+static const char *event_name(struct smp *s, const char *name)
+{
+	if (!s->event || strcmp(s->event, name))
+		s->event = arena_str(&s->arena, name);
+	return s->event ? s->event : "cpu-clock";
 }
 
 static int sample(struct smp *s, struct prof_reader *r, const struct prof_record *rec)
@@ -427,25 +682,28 @@ static int sample(struct smp *s, struct prof_reader *r, const struct prof_record
 	}
 	if (w.ended && w.reason)
 		count_reason(s, w.reason);
-	size_t nf = o->kernel ? kernel_frames(s, &rec->sample, s->frames, MAX_FRAMES) : 0;
+	int nk = o->kernel ? kernel_frames(s, &rec->sample, s->keys, MAX_FRAMES) : 0;
+	if (nk < 0)
+		return BK_E_NOMEM;
+	size_t nf = (size_t)nk;
 	for (int k = 0; k < n; k++) {
 		uint8_t tag = k == 0 ? TAG_FIRST | TAG_INTERRUPTED
 				     : s->interrupted[k] ? TAG_INTERRUPTED : TAG_RETURN;
-		uint32_t key = frame_key(s, &w, s->pcs[k], tag);
-		if (key)
-			frame_of(s, key, &s->frames[nf++]);
-		else /* out of memory: the PC alone */
-			s->frames[nf++] = (struct fr_frame){ .pc = s->pcs[k],
-							     .how = k ? BK_HOW_CFI : BK_HOW_INITIAL };
+		if (!(s->keys[nf++] = frame_key(s, &w, s->pcs[k], tag)))
+			return BK_E_NOMEM;
 	}
 	const struct prof_attr *attr = rec->attr >= 0 ? prof_attr_at(r, (size_t)rec->attr) : NULL;
-	struct fr_stack st = {
-		.pid = rec->pid, .tid = rec->tid, .name = w.comm, .time = rec->time,
-		.cpu = rec->cpu, .period = rec->sample.period,
-		.event = attr && attr->name ? attr->name : "cpu-clock",
-		.f = s->frames, .n = nf, .began = true, .error = w.ended,
+	size_t len = (sizeof(struct msg_sample) + nf * sizeof(uint32_t) + 7) & ~(size_t)7;
+	struct msg_sample *m = (struct msg_sample *)reserve(s, len);
+	*m = (struct msg_sample){
+		.type = MSG_SAMPLE, .n = (uint32_t)nf, .pid = rec->pid, .tid = rec->tid,
+		.cpu = rec->cpu, .error = w.ended, .time = rec->time, .period = rec->sample.period,
+		.event = event_name(s, attr && attr->name ? attr->name : "cpu-clock"),
 	};
-	o->pr->stack(&st, s->shown++);
+	strncpy(m->comm, w.comm, sizeof(m->comm) - 1);
+	memcpy(m->keys, s->keys, nf * sizeof(uint32_t));
+	commit(s, len);
+	s->shown++;
 	return 0;
 }
 
@@ -489,6 +747,8 @@ static int release(struct smp *s, struct prof_reader *r, bool end)
 			progress(s, r, &rec);
 	}
 	prof_queue_drop_ready(s->q);
+	if (s->threaded)
+		publish(s);
 	return err;
 }
 
@@ -515,7 +775,7 @@ int smp_feed(struct smp *s, struct prof_reader *r, const struct prof_record *rec
 int smp_finish(struct smp *s, struct prof_reader *r)
 {
 	int err = release(s, r, true);
-	s->o->pr->end();
+	stop_namer(s, true);
 	out_flush();
 	if (s->progress_shown)
 		fprintf(stderr, "\r\033[K");

@@ -5,8 +5,10 @@
  * (applied in time order, see "Time order" below, so a sample sees the
  * map as it was then) and whose memory is the stack copy of the sample
  * being walked, handed to the PC-only walk as its window (read with plain
- * loads). The space lives as long as the process: its files, rule table,
- * memo and symbols serve every sample of it. FORK gives the child the
+ * loads). The space lives as long as the process: its rule table and memo
+ * serve every sample of it. A file is opened once for every process that
+ * maps it (file_open): its tables, its debug file and theirs are built
+ * once, however many processes a recording has. FORK gives the child the
  * parent's modules; exec (COMM with PERF_RECORD_MISC_COMM_EXEC) and EXIT
  * of the leader drop them.
  *
@@ -91,8 +93,16 @@ struct rec_bid {
 	uint8_t bytes[20];
 };
 
+/* A file opened for the modules of every process that maps it. */
+struct opened {
+	char *path;
+	struct bk_elf *elf;    /* NULL: it could not be opened */
+};
+
 struct prof_stacks {
 	enum bk_arch arch;
+	struct opened *files;  /* sorted by path */
+	size_t nfiles, capfiles;
 	struct proc **procs;   /* sorted by pid */
 	size_t nprocs, cap;
 	uint64_t maps;         /* the last map number given */
@@ -137,7 +147,43 @@ void prof_stacks_free(struct prof_stacks *p)
 	for (size_t i = 0; i < p->ndiffer; i++)
 		free(p->differ[i]);
 	free(p->differ);
+	for (size_t i = 0; i < p->nfiles; i++) {
+		bk_elf_close(p->files[i].elf);
+		free(p->files[i].path);
+	}
+	free(p->files);
 	free(p);
+}
+
+/* The file at PATH, opened once for every process and mapping (its
+ * tables, debug file and their tables built once): a new reference, or
+ * NULL when it cannot be opened (that too is learnt once). A file that
+ * changes on disk while a recording is read is not seen to change; the
+ * build-id check compares what was opened. */
+static struct bk_elf *file_open(struct prof_stacks *p, const char *path)
+{
+	size_t lo = 0, hi = p->nfiles;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(p->files[mid].path, path);
+		if (c == 0)
+			return uw_elf_ref(p->files[mid].elf);
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	struct bk_elf *elf = NULL;
+	bk_elf_open(path, &elf);
+	struct opened *files = base_grow(p->files, &p->capfiles, p->nfiles + 1, sizeof(*files), 16);
+	char *copy = files ? strdup(path) : NULL;
+	if (!copy) /* not kept: opened again next time */
+		return elf;
+	p->files = files;
+	memmove(&files[lo + 1], &files[lo], (p->nfiles - lo) * sizeof(*files));
+	files[lo] = (struct opened){ copy, elf };
+	p->nfiles++;
+	return uw_elf_ref(elf);
 }
 
 const struct prof_stack_stats *prof_stacks_stats(const struct prof_stacks *p)
@@ -278,8 +324,7 @@ static int proc_rebuild(struct prof_stacks *p, struct proc *pr)
 			replaced = overlaps(m, &pr->mods[j]);
 		if (replaced)
 			continue;
-		struct bk_elf *elf = NULL;
-		bk_elf_open(m->path, &elf);
+		struct bk_elf *elf = file_open(p, m->path);
 		if (uw_space_add(ns, m->start, m->end, m->base, m->path, elf) != 0) {
 			bk_space_destroy(ns);
 			return BK_E_NOMEM;
@@ -338,8 +383,7 @@ static int proc_add_module(struct prof_stacks *p, struct proc *pr, uint64_t star
 	if (end <= start)
 		return BK_E_INVAL;
 	struct pmod m = { start, end, base, (char *)path, false, false };
-	struct bk_elf *elf = NULL;
-	bk_elf_open(path, &elf); /* a module without a file still has a name */
+	struct bk_elf *elf = file_open(p, path); /* a module without a file still has a name */
 	const struct rec_bid *rb = len ? NULL : recorded_bid(p, path);
 	if (rb) {
 		bid = rb->bytes;
@@ -386,9 +430,8 @@ static int recorded_late(struct prof_stacks *p, const struct prof_build_id *b)
 			if (m->checked || m->differs || strcmp(m->path, rb->path))
 				continue;
 			if (verdict < 0) {
-				struct bk_elf *elf = NULL;
-				verdict = bk_elf_open(rb->path, &elf) == 0 &&
-					  !same_build_id(elf, rb->bytes, rb->len);
+				struct bk_elf *elf = file_open(p, rb->path);
+				verdict = elf && !same_build_id(elf, rb->bytes, rb->len);
 				bk_elf_close(elf);
 			}
 			m->checked = true;
@@ -473,9 +516,8 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 			/* The parent's modules and holes, as they were decided. */
 			memcpy(child->comm, pr->comm, sizeof(child->comm));
 			for (size_t i = 0; i < pr->nmods; i++) {
-				struct bk_elf *elf = NULL;
-				if (!pr->mods[i].differs)
-					bk_elf_open(pr->mods[i].path, &elf);
+				struct bk_elf *elf = pr->mods[i].differs ? NULL
+						     : file_open(p, pr->mods[i].path);
 				int err = proc_map(p, child, &pr->mods[i], elf);
 				if (err == BK_E_NOMEM)
 					return err;

@@ -23,7 +23,7 @@ struct prof_stack_stats {
 /* How one sample's walk went. */
 struct prof_walk {
 	const char *comm;      /* the process's name, "" if unknown */
-	struct bk_space *space; /* where its PCs are: symbolize with it */
+	struct bk_space *space; /* where its PCs are (bk_space_module_at) */
 	/* The process's module map as it is now: a number no other map of
 	 * this or any process had, so (map, PC) names the same frame in every
 	 * sample that has it; 0 when the sample has no process. */

@@ -83,6 +83,36 @@ BK_HIDDEN void sym_close(struct sym_file *f);
  * covering ADDR on first touch; see the top of this file for threads. */
 BK_HIDDEN int sym_lookup(struct sym_file *f, uint64_t addr, struct sym_frame *frames, int max);
 
+/* libdwarf 20210528 records every object it hands out in a hash tree, so
+ * that dwarf_finish can free what its caller did not: a tree insert per
+ * DIE, attribute and line context, the tree's fresh pages faulted in as
+ * it grows (with several threads running, each such fault is a TLB
+ * shootdown). Measured on `backstep report` of a C++ profile: 40% of the
+ * time spent naming frames. src/sym frees every object it takes (the
+ * AddressSanitizer run of the suite checks that no memory leaks with the
+ * tree off), so it does not need the tree. The switch is process-wide,
+ * and another libdwarf user in the process may rely on the tree: only an
+ * application may turn it off, never the library for it. The backstep
+ * tool does, at start. */
+BK_HIDDEN void sym_dwarf_untracked(void);
+
+/* ---- Files shared by spaces and threads ---------------------------------- */
+
+/* Opened symbol files by path, each opened once for every space or thread
+ * that asks: a profile's processes all map libc, whose debug information
+ * is then read once, not once per process. Thread-safe (a mutex around
+ * the table; the first opener of a path opens it while the others wait).
+ * Files stay open until sym_files_free. */
+struct sym_files;
+BK_HIDDEN struct sym_files *sym_files_new(void);
+BK_HIDDEN void sym_files_free(struct sym_files *fs);
+/* The symbols of the file at PATH, or NULL when it cannot be opened
+ * (learnt once, like a success). */
+BK_HIDDEN struct sym_file *sym_files_get(struct sym_files *fs, const char *path);
+/* bk_space_symbolize's answer for link-time address LINK of F: up to MAX
+ * entries, innermost first, the strings F's (valid until sym_close). */
+BK_HIDDEN int sym_describe(struct sym_file *f, uint64_t link, struct bk_symbol *out, int max);
+
 /* What sym_open and the lookups so far found; for tests and `backstep`
  * diagnostics. The DWARF counts grow as lookups index units: a unit's
  * damage is counted when it is first read (sym_index_all reads them all). */

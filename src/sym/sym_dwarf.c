@@ -1281,3 +1281,8 @@ int sym_dwarf_open(struct sym_file *f, const char *path, struct sym_elf *elf,
 	/* No usable .debug_aranges: read the top DIEs now. */
 	return sym_dwarf_ready(f);
 }
+
+void sym_dwarf_untracked(void)
+{
+	dwarf_set_de_alloc_flag(0);
+}

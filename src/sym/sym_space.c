@@ -2,8 +2,9 @@
  *
  * The module holding the address comes from the space (its module array, or
  * the dynamic linker for a local space); its symbols are opened on first use
- * and kept in a small table hung off the space (sym_state), keyed by path
- * and load bias, freed with the space. Opening reads the symbol tables and
+ * and kept with the space (sym_state): files by path (sym_files: a file
+ * mapped at two biases is opened once), memos and images read from memory
+ * by path and load bias; freed with the space. Opening reads the symbol tables and
  * the unit index only; each lookup reads the DWARF of the compile unit it
  * lands in, once (src/sym/sym.h). Cold: both allocate and read the file;
  * never call it from a signal handler or on an unwind path. Calls on one
@@ -22,13 +23,14 @@ struct sym_entry {
 	char *path;
 	int64_t bias;
 	bool opened, memo_tried;
-	struct sym_file *file; /* NULL: not opened yet, or opening failed */
-	struct sym_memo *memo; /* NULL: no memo for this file */
+	struct sym_file *image; /* read from memory (owned); NULL: not, or failed */
+	struct sym_memo *memo;  /* NULL: no memo for this file */
 };
 
 struct sym_state {
 	struct sym_entry *e;
 	size_t n, cap;
+	struct sym_files *files;
 	char *cache_dir;       /* bk_space_set_symbol_cache; NULL: no memo */
 };
 
@@ -37,10 +39,11 @@ static void state_free(void *p)
 	struct sym_state *st = p;
 	for (size_t i = 0; i < st->n; i++) {
 		sym_memo_close(st->e[i].memo); /* before the file its strings are in */
-		sym_close(st->e[i].file);
+		sym_close(st->e[i].image);
 		base_free(st->e[i].path);
 	}
 	base_free(st->e);
+	sym_files_free(st->files);
 	base_free(st->cache_dir);
 	base_free(st);
 }
@@ -49,8 +52,10 @@ static struct sym_state *state_of(struct bk_space *s)
 {
 	if (!s->sym_state) {
 		struct sym_state *st = base_calloc(1, sizeof(*st));
-		if (!st)
+		if (!st || !(st->files = sym_files_new())) {
+			base_free(st);
 			return NULL;
+		}
 		s->sym_state = st;
 		s->sym_state_free = state_free;
 	}
@@ -97,23 +102,20 @@ static struct sym_entry *entry_for(struct bk_space *s, const char *path, int64_t
 
 /* E's symbols: from its file, or (FROM_MEMORY) from the image the unwinder
  * read of module M. */
-static struct sym_file *file_of(struct sym_entry *e, const struct uw_module *m, bool from_memory)
+static struct sym_file *file_of(struct sym_state *st, struct sym_entry *e,
+				const struct uw_module *m, bool from_memory)
 {
+	if (!from_memory)
+		return sym_files_get(st->files, e->path);
 	if (!e->opened) {
 		e->opened = true;
-		int err;
-		if (from_memory) {
-			const uint8_t *bytes;
-			size_t len;
-			ldr_bytes(m->elf->ldr, &bytes, &len);
-			err = sym_open_memory(bytes, len, m->bias, &e->file);
-		} else {
-			err = sym_open(e->path, NULL, &e->file);
-		}
-		if (err)
-			e->file = NULL;
+		const uint8_t *bytes;
+		size_t len;
+		ldr_bytes(m->elf->ldr, &bytes, &len);
+		if (sym_open_memory(bytes, len, m->bias, &e->image) != 0)
+			e->image = NULL;
 	}
-	return e->file;
+	return e->image;
 }
 
 /* " dev:ino:size:mtime" of PATH, appended to SIG; "-" when it cannot be
@@ -193,21 +195,12 @@ int bk_space_symbolize(struct bk_space *s, uint64_t addr, struct bk_symbol *out,
 	int n = sym_memo_get(memo, link, out, max);
 	if (n >= 0)
 		return n;
-	struct sym_file *f = file_of(e, m, from_memory);
+	struct sym_file *f = file_of(s->sym_state, e, m, from_memory);
 	if (!f)
 		return 0;
 	/* The whole answer (for the memo), then what the caller has room for. */
-	struct sym_frame frames[16];
 	struct bk_symbol all[16];
-	n = sym_lookup(f, link, frames, 16);
-	for (int i = 0; i < n; i++) {
-		all[i].function = frames[i].function ? frames[i].function : frames[i].symbol;
-		all[i].offset = frames[i].offset;
-		all[i].file = frames[i].file;
-		all[i].line = frames[i].line;
-		all[i].column = frames[i].column;
-		all[i].inlined = frames[i].inlined;
-	}
+	n = sym_describe(f, link, all, 16);
 	if (n >= 0)
 		sym_memo_put(memo, link, all, n);
 	n = n < max ? n : max;

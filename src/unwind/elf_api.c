@@ -34,10 +34,29 @@ int uw_elf_wrap(struct ldr_elf *ldr, struct bk_elf **out)
 		return BK_E_NOMEM;
 	}
 	e->ldr = ldr;
+	atomic_init(&e->refs, 1);
 	e->eh_frame.present = uw_cfi_section(ldr, UW_EH_FRAME, &e->eh_frame.sec);
 	e->debug_frame.present = uw_cfi_section(ldr, UW_DEBUG_FRAME, &e->debug_frame.sec);
 	*out = e;
 	return 0;
+}
+
+struct bk_elf *uw_elf_ref(struct bk_elf *elf)
+{
+	if (elf)
+		atomic_fetch_add_explicit(&elf->refs, 1, memory_order_relaxed);
+	return elf;
+}
+
+struct bk_elf *uw_elf_debug(struct bk_elf *elf)
+{
+	if (!elf->debug_tried) {
+		elf->debug_tried = true;
+		struct ldr_elf *dbg;
+		if (ldr_open_debug_file(elf->ldr, NULL, &dbg) == 0)
+			uw_elf_wrap(dbg, &elf->debug); /* on failure it stays NULL */
+	}
+	return elf->debug;
 }
 
 const struct cfi_table *uw_elf_table(struct bk_elf *elf, enum uw_section_kind kind, int *err)
@@ -129,8 +148,9 @@ int bk_elf_open_memory(const void *image, size_t len, struct bk_elf **out)
 
 void bk_elf_close(struct bk_elf *elf)
 {
-	if (!elf)
+	if (!elf || atomic_fetch_sub_explicit(&elf->refs, 1, memory_order_acq_rel) != 1)
 		return;
+	bk_elf_close(elf->debug);
 	cfi_table_free(&elf->eh_frame.table);
 	cfi_table_free(&elf->debug_frame.table);
 	ldr_close(elf->ldr);

@@ -403,8 +403,10 @@ __attribute__((noinline)) static uint32_t walk_rule(struct bk_space *s,
 		m = uw_local_module(s, &obj, &tmp, &tmp_table);
 	}
 	uint32_t rule = decide_rule(s, m, pc, lookup);
-	if (wm->keyhi != NOKEY)
+	if (wm->keyhi != NOKEY) {
+		uw_space_note_kept(s);
 		ft_put(s->ftab, key, rule);
+	}
 	return rule;
 }
 

@@ -41,8 +41,7 @@ int bk_space_create(enum bk_arch arch, const struct bk_target_ops *ops, void *ct
 
 static void module_free(struct uw_module *m)
 {
-	bk_elf_close(m->elf);
-	bk_elf_close(m->debug);
+	bk_elf_close(m->elf); /* m->debug is the file's */
 	base_free(m->path);
 }
 
@@ -70,6 +69,9 @@ enum bk_arch bk_space_arch(const struct bk_space *s)
 
 void uw_space_forget_rows(struct bk_space *s)
 {
+	if (!atomic_load(&s->rows_kept))
+		return;
+	atomic_store(&s->rows_kept, false);
 	for (size_t i = 0; i < UW_CACHE_ENTRIES; i++) {
 		atomic_store(&s->cache[i].seq, 0);
 		s->cache[i].pc = 0;
@@ -92,23 +94,21 @@ int bk_space_set_flags(struct bk_space *s, unsigned flags)
 	return 0;
 }
 
-/* Build every table of the module now, so walks never allocate. */
+/* Build every table of the module now, so walks never allocate (the
+ * file keeps them: a file shared by modules builds them once). */
 static void module_tables(struct uw_module *m)
 {
 	int err;
 	m->eh_table = uw_elf_table(m->elf, UW_EH_FRAME, &err);
 	m->debug_table = uw_elf_table(m->elf, UW_DEBUG_FRAME, &err);
-	struct ldr_elf *dbg;
-	if (ldr_open_debug_file(m->elf->ldr, NULL, &dbg) == 0) {
-		if (uw_elf_wrap(dbg, &m->debug) == 0)
-			m->debug_file_table = uw_elf_table(m->debug, UW_DEBUG_FRAME, &err);
-	}
+	if ((m->debug = uw_elf_debug(m->elf)))
+		m->debug_file_table = uw_elf_table(m->debug, UW_DEBUG_FRAME, &err);
 }
 
 /* A module M overlaps that is the same image: the same file at the same
  * start and bias. ld.so maps a library's whole extent read-only, then its
- * segments over it; a profile sees both mappings, and the second replaces
- * the first with what was opened already. */
+ * segments over it; a profile sees both mappings, and the second is given
+ * the file opened already rather than a second open of it. */
 static struct uw_module *same_image(struct bk_space *s, const struct uw_module *m)
 {
 	for (size_t i = 0; i < s->nmods; i++) {
@@ -132,17 +132,11 @@ int uw_space_add(struct bk_space *s, uint64_t start, uint64_t end, uint64_t base
 	if (m.elf) {
 		m.bias = bk_elf_load_bias(m.elf, base);
 		struct uw_module *same = same_image(s, &m);
-		if (same) { /* its file, debug file and tables serve: no second build */
+		if (same && same->elf != m.elf) { /* its file and tables serve */
 			bk_elf_close(m.elf);
-			m.elf = same->elf;
-			m.debug = same->debug;
-			m.eh_table = same->eh_table;
-			m.debug_table = same->debug_table;
-			m.debug_file_table = same->debug_file_table;
-			same->elf = same->debug = NULL; /* dropped below, without them */
-		} else {
-			module_tables(&m);
+			m.elf = uw_elf_ref(same->elf);
 		}
+		module_tables(&m);
 	}
 
 	/* Drop modules the new one overlaps, then insert in order. */
@@ -260,6 +254,7 @@ void uw_cache_put(struct bk_space *s, uint64_t pc, uint64_t tag, const struct uw
 	    !atomic_compare_exchange_strong_explicit(&e->seq, &seq, seq + 1,
 						     memory_order_acquire, memory_order_relaxed))
 		return; /* another writer holds it: do not wait, do not cache */
+	uw_space_note_kept(s);
 	atomic_thread_fence(memory_order_release);
 	e->pc = pc;
 	e->tag = tag;

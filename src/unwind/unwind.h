@@ -23,10 +23,18 @@ struct uw_cfi {
 	struct cfi_table table;
 };
 
+/* A file may serve several modules, of one space or of many (a profile's
+ * processes all map libc): each holds a reference, bk_elf_close drops one,
+ * and the last frees the file, its tables and its debug file. What is built
+ * on first use (tables, the debug file) is built by whoever adds a module
+ * first: modules of one shared bk_elf are added from one thread at a time. */
 struct bk_elf {
 	struct ldr_elf *ldr;
 	struct uw_cfi eh_frame;
 	struct uw_cfi debug_frame;
+	_Atomic unsigned refs;
+	bool debug_tried;
+	struct bk_elf *debug;  /* the separate debug file (uw_elf_debug) */
 };
 
 /* Describe section KIND of LDR as a cfi_section (link-time addresses;
@@ -36,6 +44,11 @@ BK_HIDDEN bool uw_cfi_section(const struct ldr_elf *ldr, enum uw_section_kind ki
 			      struct cfi_section *out);
 /* Wrap an opened loader object (taking ownership) as a bk_elf. */
 BK_HIDDEN int uw_elf_wrap(struct ldr_elf *ldr, struct bk_elf **out);
+/* One more reference to ELF (NULL: none); returns ELF. */
+BK_HIDDEN struct bk_elf *uw_elf_ref(struct bk_elf *elf);
+/* ELF's separate debug file (build-id, .gnu_debuglink), opened on the
+ * first call and owned by ELF; NULL when there is none. Cold. */
+BK_HIDDEN struct bk_elf *uw_elf_debug(struct bk_elf *elf);
 /* The lookup table of section KIND, built on first use; NULL if absent or
  * building failed (*ERR says why). */
 BK_HIDDEN const struct cfi_table *uw_elf_table(struct bk_elf *elf, enum uw_section_kind kind,
@@ -228,6 +241,12 @@ struct bk_space {
 	struct uw_ftab *ftab;   /* the PC-only walk's rules */
 	_Atomic uint64_t *memo; /* memo_blocks blocks of UW_MEMO_WORDS */
 	unsigned memo_blocks;
+	/* Something was cached (a row, a rule, and so memo words) since the
+	 * caches were last emptied: uw_space_forget_rows has work to do. A
+	 * profile adds a process's modules one by one before its first
+	 * sample; emptying 1 MiB of empty caches each time cost more than
+	 * everything else. */
+	_Atomic bool rows_kept;
 	/* This process (bk_space_create_local, bk_backtrace): modules come from
 	 * the dynamic linker instead of mods[]. */
 	struct uw_local_slot *local;
@@ -278,12 +297,19 @@ BK_HIDDEN extern void (*uw_local_index_hook)(void);
 
 /* Add a module spanning [START, END) whose lowest PT_LOAD is at BASE; ELF
  * (may be NULL: a module known by name only) is taken over. Modules it
- * overlaps go; one that is the same image (file, start, bias) hands over
- * its opened file and tables instead of their being built again. Cold. */
+ * overlaps go; one that is the same image (file, start, bias) shares its
+ * opened file and tables instead of their being opened again. Cold. */
 BK_HIDDEN int uw_space_add(struct bk_space *s, uint64_t start, uint64_t end, uint64_t base,
 			   const char *name, struct bk_elf *elf);
 /* Drop every cached row and rule (cold: no walk may run). */
 BK_HIDDEN void uw_space_forget_rows(struct bk_space *s);
+/* Something is about to be cached in S. Read first: once set, the flag's
+ * line is only read, not written, by walks on other threads. AS-safe. */
+static inline void uw_space_note_kept(struct bk_space *s)
+{
+	if (!atomic_load_explicit(&s->rows_kept, memory_order_relaxed))
+		atomic_store_explicit(&s->rows_kept, true, memory_order_relaxed);
+}
 /* The module containing runtime address PC, or NULL. AS-safe. */
 BK_HIDDEN const struct uw_module *uw_space_find(const struct bk_space *s, uint64_t pc);
 /* Cached rows carry a TAG naming the module they came from: a local space

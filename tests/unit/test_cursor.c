@@ -167,6 +167,30 @@ __attribute__((noinline)) void snapshot_leaf(void)
 	do
 		snap_pcs[nsnap++] = bk_cursor_pc(&c);
 	while (nsnap < MAX_SEEN && (snap_result = bk_cursor_step(&c)) == 1);
+
+	/* This program's module replaced by one without a file (no CFI): the
+	 * rows and rules the walks above cached for its code must go with it
+	 * (the step out of this function is no longer CFI's), and come back
+	 * with the file. */
+	struct bk_module_info mi;
+	uint64_t pc = 0;
+	bk_regs_get(&regs, 16, &pc);
+	if (bk_space_module_at(snap, pc, &mi) == 0) {
+		struct bk_module_desc d = { .size = sizeof(d), .path = "/nonexistent/no-cfi",
+					    .base = mi.start, .start = mi.start, .end = mi.end };
+		CHECK_INT(bk_space_add_module(snap, &d), 0, "replace this program's module");
+		CHECK_INT(bk_cursor_init(&c, snap, &regs), 0, "after the replacement: cursor");
+		CHECK(bk_cursor_step(&c) != 1 || bk_cursor_how(&c) != BK_HOW_CFI,
+		      "after the replacement: no cached CFI row steps out of the leaf");
+		self_add_modules(snap);
+		int k = 0;
+		CHECK_INT(bk_cursor_init(&c, snap, &regs), 0, "the file again: cursor");
+		while (k < nsnap && bk_cursor_pc(&c) == snap_pcs[k] && bk_cursor_step(&c) == 1)
+			k++;
+		CHECK_INT(k + 1, nsnap, "the file again: the same walk");
+	} else {
+		CHECK(0, "the leaf's module");
+	}
 	bk_space_destroy(snap);
 	free(copy);
 }

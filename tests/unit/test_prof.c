@@ -34,6 +34,7 @@
 #include "check.h"
 #include "profile/prof.h"
 #include "profile/prof_stack.h"
+#include "unwind/unwind.h"
 
 static const char *seed_dir;
 
@@ -1845,6 +1846,7 @@ struct bid_walks {
 	const char *reason[BID_MAX];
 	bool module[BID_MAX];  /* a module holds the sample's PC */
 	uint64_t map[BID_MAX];
+	const struct bk_elf *elf[BID_MAX]; /* the file of the module at the PC */
 	uint64_t differs;
 	const char *differing[3];
 };
@@ -1870,6 +1872,9 @@ static void bid_release(struct prof_queue *q, struct prof_reader *r, struct prof
 			o->reason[o->n] = w.reason;
 			o->module[o->n] = w.space && bk_space_module_at(w.space, rec.sample.ip, &mi) == 0;
 			o->map[o->n] = w.map;
+			const struct uw_module *m = w.space ? uw_space_find(w.space, rec.sample.ip)
+							    : NULL;
+			o->elf[o->n] = m ? m->elf : NULL;
 			o->n++;
 		}
 	}
@@ -2037,6 +2042,44 @@ static void test_build_ids(void)
 	}
 }
 
+/* A file mapped by several processes, and twice by one, is opened once:
+ * every module of it has the same bk_elf (its tables, debug file and
+ * their tables built once). */
+static void test_shared_files(void)
+{
+	char a[4096];
+	ssize_t len = readlink("/proc/self/exe", a, sizeof(a) - 1);
+	if (len <= 0) {
+		CHECK(0, "shared files: this program's path");
+		return;
+	}
+	a[len] = 0;
+	struct attr_spec attr = { .type = 1, .period = 1, .sample_type = BID_SAMPLE_TYPE,
+				  .flags = FLAG_SAMPLE_ID_ALL, .regs_user = 0x1c0 };
+	struct bb recs = { 0 }, img = { 0 };
+	bid_mmap(&recs, 300, 0x10000000, a, NULL, 10);
+	bid_mmap(&recs, 301, 0x50000000, a, NULL, 11);    /* another process */
+	bid_mmap(&recs, 300, 0x30000000, a, NULL, 12);    /* the same, mapped again */
+	bid_mmap(&recs, 302, 0x10000000, "/nonexistent/lib.so", NULL, 13);
+	bid_mmap(&recs, 303, 0x10000000, "/nonexistent/lib.so", NULL, 14);
+	bid_sample(&recs, 300, 0x10000100, 20);
+	bid_sample(&recs, 301, 0x50000100, 21);
+	bid_sample(&recs, 300, 0x30000100, 22);
+	bid_sample(&recs, 302, 0x10000100, 23);
+	bid_sample(&recs, 303, 0x10000100, 24);
+	build_pipe(&img, &attr, 1, "x86_64", &recs);
+	struct bid_walks o;
+	bid_read(&img, &o);
+	CHECK_INT(o.n, 5, "shared files: samples");
+	CHECK(o.elf[0] != NULL, "shared files: the file is opened");
+	CHECK(o.elf[1] == o.elf[0], "shared files: a second process has the same file");
+	CHECK(o.elf[2] == o.elf[0], "shared files: a second mapping has the same file");
+	CHECK(o.module[3] && o.elf[3] == NULL && o.module[4] && o.elf[4] == NULL,
+	      "shared files: a file that cannot be opened is a module by name in each");
+	bb_free(&recs);
+	bb_free(&img);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--write-seeds"))
@@ -2049,5 +2092,6 @@ int main(int argc, char **argv)
 	test_errors();
 	test_ways();
 	test_build_ids();
+	test_shared_files();
 	return check_summary();
 }

@@ -1625,6 +1625,78 @@ static void test_threads(const char *path)
 	sym_close(ref);
 }
 
+struct files_arg {
+	struct sym_files *fs;
+	const char *path;
+	const uint64_t *addrs;
+	const struct frames *want;
+	size_t na, start, wrong;
+	struct sym_file *got, *missing;
+};
+
+static void *files_thread(void *p)
+{
+	struct files_arg *t = p;
+	t->got = sym_files_get(t->fs, t->path);
+	t->missing = sym_files_get(t->fs, "/nonexistent/backstep-test.so");
+	struct bk_symbol out[MAX_FR];
+	for (size_t k = 0; t->got && k < t->na; k++) {
+		size_t i = (t->start + k * 7) % t->na;
+		int n = sym_describe(t->got, t->addrs[i], out, MAX_FR);
+		bool same = n == (int)t->want[i].n;
+		for (int j = 0; same && j < n; j++) {
+			const struct sym_frame *w = &t->want[i].fr[j];
+			const char *fn = w->function ? w->function : w->symbol;
+			same = (fn ? out[j].function && !strcmp(fn, out[j].function) : !out[j].function) &&
+			       out[j].offset == w->offset && out[j].line == w->line &&
+			       out[j].inlined == w->inlined;
+		}
+		t->wrong += !same;
+	}
+	return NULL;
+}
+
+/* sym_files: threads asking for one path at once get one file, opened
+ * once, whose answers (sym_describe) are sym_lookup's; a path that cannot
+ * be opened is NULL for all. */
+static void test_shared_files(const char *path)
+{
+	static uint64_t addrs[MAX_ADDRS];
+	static struct frames want[MAX_ADDRS];
+	size_t na = every_address(path, addrs, 5000);
+	struct sym_file *ref;
+	if (na < 20 || sym_open(path, NULL, &ref) != 0) {
+		CHECK(0, "shared files: %s", path);
+		return;
+	}
+	for (size_t i = 0; i < na; i++)
+		want[i].n = sym_lookup(ref, addrs[i], want[i].fr, MAX_FR);
+	struct sym_files *fs = sym_files_new();
+	CHECK(fs != NULL, "shared files: new");
+	if (!fs) {
+		sym_close(ref);
+		return;
+	}
+	pthread_t th[4];
+	struct files_arg args[4];
+	for (int i = 0; i < 4; i++) {
+		args[i] = (struct files_arg){ fs, path, addrs, want, na, (size_t)i * na / 4, 0,
+					      NULL, NULL };
+		CHECK_INT(pthread_create(&th[i], NULL, files_thread, &args[i]), 0, "pthread_create");
+	}
+	size_t wrong = 0;
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		wrong += args[i].wrong;
+		CHECK(args[i].got && args[i].got == args[0].got, "shared files: one file for all");
+		CHECK(args[i].missing == NULL, "shared files: a missing file is NULL");
+	}
+	CHECK(sym_files_get(fs, path) == args[0].got, "shared files: the same file later");
+	CHECK(wrong == 0, "shared files: %zu answers differ from sym_lookup's", wrong);
+	sym_files_free(fs);
+	sym_close(ref);
+}
+
 /* libc with its debug file (libc6-dbg), when installed: compressed DWARF 5
  * from gcc, thousands of units. Spread addresses: start, thirds and last
  * byte of every function. */
@@ -1923,6 +1995,7 @@ int main(int argc, char **argv)
 		test_lazy_open(self, funcs, list_funcs(self, funcs, MAX_FUNCS), 2);
 		test_lazy_file("this test program", self, self, NULL);
 		test_threads(self);
+		test_shared_files(self);
 	}
 	test_system_lib("/lib/x86_64-linux-gnu/libc.so.6");
 	test_system_lib("/lib64/ld-linux-x86-64.so.2");
