@@ -6,7 +6,10 @@
 # time, samples/s and peak RSS of:
 #   backstep report --format perf-script / --format folded
 #   perf script / perf report --stdio
-# best of RUNS (default 3), in one run. Not a test.
+# best of RUNS (default 3), in one run. Then the same on a recording of
+# many short processes (a shell loop running ls and sort 400 times: every
+# process maps libc again), where what counts is that each file is opened
+# and its debug information read once, not once per process. Not a test.
 #   bench/report_vs_perf.sh [BACKSTEP] [RUNS] [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +35,17 @@ measure() { # NAME CMD...: best wall and its peak RSS
 		"$(awk "BEGIN{print $samples / ($best > 0 ? $best : 0.001)}")" \
 		"$(awk "BEGIN{print $rss / 1024}")" "$(wc -l < "$work/out")"
 }
-measure "backstep report (perf-script)" "$backstep" report "$work/rec.data"
-measure "backstep report --format folded" "$backstep" report --format folded "$work/rec.data"
-measure "perf script" perf script -i "$work/rec.data"
-measure "perf report --stdio" perf report --stdio -i "$work/rec.data"
+readers() { # FILE
+	measure "backstep report (perf-script)" "$backstep" report "$1"
+	measure "backstep report --format folded" "$backstep" report --format folded "$1"
+	measure "perf script" perf script -i "$1"
+	measure "perf report --stdio" perf report --stdio -i "$1"
+}
+readers "$work/rec.data"
+
+printf 'for i in $(seq 200); do ls / >/dev/null; sort /etc/services >/dev/null; done\n' > "$work/many.sh"
+perf record -q -e cpu-clock -F 4000 --call-graph dwarf -o "$work/many.data" -- sh "$work/many.sh" 2>/dev/null
+samples=$(perf report -D -i "$work/many.data" 2>/dev/null | grep -c 'PERF_RECORD_SAMPLE' || true)
+echo "many processes: $(perf report -D -i "$work/many.data" 2>/dev/null | grep -c 'PERF_RECORD_COMM' || true)" \
+     "COMM records, $samples samples, $(du -m "$work/many.data" | cut -f1) MB"
+readers "$work/many.data"
