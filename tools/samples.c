@@ -9,7 +9,8 @@
  * frame was reached) to a frame key, and for a new key tells the namer
  * the frame's module, offset and the file and link-time address to name
  * it by; the namer names it from files opened once for every process
- * (sym_files), and printers keep the text they make per key
+ * (sym_files; the vDSO, which has no file, from the image the walks
+ * used), and printers keep the text they make per key
  * (fr_frame.key). Kernel frames are keyed the same way, under map 0 with
  * a tag of their own. Memory grows with distinct frames, not with
  * samples; the reader runs at most a ring's worth (8 MiB, some 30,000
@@ -137,6 +138,7 @@ struct smp {
 	size_t tabcap;
 	struct arena_block *arena;
 	const char *event;         /* the last event name, in the arena */
+	bool vdso_tried;           /* the vDSO's image was given to the namer */
 	struct reason_count reasons[8];
 	uint64_t shown, skipped, lost, reason_other;
 	uint64_t pcs[MAX_FRAMES];
@@ -603,14 +605,21 @@ static uint32_t frame_key(struct smp *s, const struct prof_walk *w, uint64_t pc,
 		m->module_off = pc;
 	} else if (w && w->space) {
 		/* An interrupted frame is named at its PC; a return address at
-		 * PC - 1, the call. Files only: what has no path, or a name in
-		 * brackets, has no symbols to read. */
+		 * PC - 1, the call. */
 		uint64_t lookup = tag ? pc : pc - 1;
 		struct bk_module_info mi;
 		if (bk_space_module_at(w->space, lookup, &mi) == 0) {
 			m->module = arena_str(&s->arena, mi.path);
 			m->module_off = pc - mi.start;
-			if (m->module && m->module[0] && m->module[0] != '[') {
+			if (m->module && !strcmp(m->module, "[vdso]") && !s->vdso_tried) {
+				/* No file: its image goes to the namer's files first. */
+				const uint8_t *bytes;
+				size_t len;
+				s->vdso_tried = true;
+				if (prof_stacks_image(s->ps, "[vdso]", &bytes, &len))
+					sym_files_add_image(s->files, "[vdso]", bytes, len, mi.bias);
+			}
+			if (m->module && m->module[0]) {
 				m->path = m->module;
 				m->link = lookup - (uint64_t)mi.bias;
 			}

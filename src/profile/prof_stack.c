@@ -44,9 +44,11 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "prof_stack.h"
 
+#include "../target/target.h"
 #include "../unwind/unwind.h"
 
 /* The sample being walked: its stack copy at its user SP. */
@@ -155,6 +157,28 @@ void prof_stacks_free(struct prof_stacks *p)
 	free(p);
 }
 
+/* "[vdso]": this machine's vDSO, read from this process (a recording made
+ * here mapped the same one; where perf recorded the build-id of the one it
+ * saw, the check in proc_add_module holds them against each other), and
+ * only for a recording of this architecture. */
+static struct bk_elf *own_vdso(const struct prof_stacks *p)
+{
+	struct tgt_local_object obj;
+	uint64_t base = getauxval(AT_SYSINFO_EHDR);
+	struct ldr_elf *ldr;
+	struct bk_elf *elf = NULL;
+	if (!base || !tgt_local_vdso_object(base, &obj) ||
+	    ldr_open_loaded((const void *)(uintptr_t)obj.start, (size_t)(obj.end - obj.start), NULL,
+			    4096, &ldr) != 0 ||
+	    uw_elf_wrap(ldr, &elf) != 0)
+		return NULL;
+	if (bk_elf_arch(elf) != p->arch) {
+		bk_elf_close(elf);
+		return NULL;
+	}
+	return elf;
+}
+
 /* The file at PATH, opened once for every process and mapping (its
  * tables, debug file and their tables built once): a new reference, or
  * NULL when it cannot be opened (that too is learnt once). A file that
@@ -174,7 +198,10 @@ static struct bk_elf *file_open(struct prof_stacks *p, const char *path)
 			hi = mid;
 	}
 	struct bk_elf *elf = NULL;
-	bk_elf_open(path, &elf);
+	if (!strcmp(path, "[vdso]"))
+		elf = own_vdso(p);
+	else
+		bk_elf_open(path, &elf);
 	struct opened *files = base_grow(p->files, &p->capfiles, p->nfiles + 1, sizeof(*files), 16);
 	char *copy = files ? strdup(path) : NULL;
 	if (!copy) /* not kept: opened again next time */
@@ -184,6 +211,17 @@ static struct bk_elf *file_open(struct prof_stacks *p, const char *path)
 	files[lo] = (struct opened){ copy, elf };
 	p->nfiles++;
 	return uw_elf_ref(elf);
+}
+
+bool prof_stacks_image(struct prof_stacks *p, const char *path, const uint8_t **bytes,
+		       size_t *len)
+{
+	struct bk_elf *elf = file_open(p, path);
+	if (!elf)
+		return false;
+	ldr_bytes(elf->ldr, bytes, len); /* the table still holds it */
+	bk_elf_close(elf);
+	return true;
 }
 
 const struct prof_stack_stats *prof_stacks_stats(const struct prof_stacks *p)
@@ -478,7 +516,7 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 		 * exec replaces it: ld.so maps a library's whole extent read-only
 		 * first, and when the ring buffer overflowed (LOST) that may be
 		 * all a recording has of it. */
-		if (!is_file(rec->mmap.filename) ||
+		if ((!is_file(rec->mmap.filename) && strcmp(rec->mmap.filename, "[vdso]")) ||
 		    (((rec->misc & PROF_MISC_MMAP_DATA) ||
 		      (rec->mmap.mmap2 && !(rec->mmap.prot & 4 /* PROT_EXEC */))) &&
 		     rec->mmap.pgoff != 0))

@@ -32,6 +32,13 @@ struct prof_walk {
 	const char *reason;    /* ended != 0: why, for the summary */
 };
 
+/* The bytes, laid out as a file, of what PATH's modules were read from:
+ * for "[vdso]" an image from memory, which has no file to name its
+ * frames by. Valid until prof_stacks_free; false when it could not be
+ * opened. Cold. */
+bool prof_stacks_image(struct prof_stacks *p, const char *path, const uint8_t **bytes,
+		       size_t *len);
+
 /* Processes of a recording of ARCH. Cold. */
 int prof_stacks_new(enum bk_arch arch, struct prof_stacks **out);
 void prof_stacks_free(struct prof_stacks *p);

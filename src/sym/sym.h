@@ -107,8 +107,14 @@ struct sym_files;
 BK_HIDDEN struct sym_files *sym_files_new(void);
 BK_HIDDEN void sym_files_free(struct sym_files *fs);
 /* The symbols of the file at PATH, or NULL when it cannot be opened
- * (learnt once, like a success). */
+ * (learnt once, like a success). A name in brackets ("[vdso]") is no
+ * path: NULL unless an image was added under it. */
 BK_HIDDEN struct sym_file *sym_files_get(struct sym_files *fs, const char *path);
+/* Add the ELF image IMAGE (LEN bytes, copied; BIAS as sym_open_memory's)
+ * under NAME, for later gets; a NAME present already is kept. 0 or
+ * sym_open_memory's error, BK_E_NOMEM. */
+BK_HIDDEN int sym_files_add_image(struct sym_files *fs, const char *name, const void *image,
+				  size_t len, int64_t bias);
 /* bk_space_symbolize's answer for link-time address LINK of F: up to MAX
  * entries, innermost first, the strings F's (valid until sym_close). */
 BK_HIDDEN int sym_describe(struct sym_file *f, uint64_t link, struct bk_symbol *out, int max);

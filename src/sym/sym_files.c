@@ -38,42 +38,81 @@ void sym_files_free(struct sym_files *fs)
 	base_free(fs);
 }
 
-/* Opening happens under the lock: a second thread asking for the same
- * path waits for the first open rather than making its own, and opening
- * is rare (once per file) next to lookups, which do not take this lock. */
-struct sym_file *sym_files_get(struct sym_files *fs, const char *path)
+/* Where PATH is or would go in FS (under the lock); *FOUND when there. */
+static size_t find(const struct sym_files *fs, const char *path, bool *found)
 {
-	pthread_mutex_lock(&fs->lock);
 	size_t lo = 0, hi = fs->n;
+	*found = false;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		int c = strcmp(fs->e[mid].path, path);
 		if (c == 0) {
-			struct sym_file *f = fs->e[mid].file;
-			pthread_mutex_unlock(&fs->lock);
-			return f;
+			*found = true;
+			return mid;
 		}
 		if (c < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	struct sym_file *f = NULL;
-	if (sym_open(path, NULL, &f) != 0)
-		f = NULL;
+	return lo;
+}
+
+/* F (may be NULL) as PATH's at AT (under the lock); false when memory ran
+ * out (F is then not kept). */
+static bool insert(struct sym_files *fs, size_t at, const char *path, struct sym_file *f)
+{
 	struct sym_files_entry *e = base_grow(fs->e, &fs->cap, fs->n + 1, sizeof(*e), 16);
 	char *copy = e ? base_strdup(path) : NULL;
-	if (!copy) { /* not kept: nothing else may hold F */
-		pthread_mutex_unlock(&fs->lock);
-		sym_close(f);
-		return NULL;
-	}
+	if (!copy)
+		return false;
 	fs->e = e;
-	memmove(&e[lo + 1], &e[lo], (fs->n - lo) * sizeof(*e));
-	e[lo] = (struct sym_files_entry){ copy, f };
+	memmove(&e[at + 1], &e[at], (fs->n - at) * sizeof(*e));
+	e[at] = (struct sym_files_entry){ copy, f };
 	fs->n++;
+	return true;
+}
+
+/* Opening happens under the lock: a second thread asking for the same
+ * path waits for the first open rather than making its own, and opening
+ * is rare (once per file) next to lookups, which do not take this lock. */
+struct sym_file *sym_files_get(struct sym_files *fs, const char *path)
+{
+	pthread_mutex_lock(&fs->lock);
+	bool found;
+	size_t at = find(fs, path, &found);
+	struct sym_file *f = NULL;
+	if (found) {
+		f = fs->e[at].file;
+	} else if (path[0] != '[') { /* "[vdso]" and the like: only as added */
+		if (sym_open(path, NULL, &f) != 0)
+			f = NULL;
+		if (!insert(fs, at, path, f)) { /* not kept: nothing else may hold F */
+			sym_close(f);
+			f = NULL;
+		}
+	}
 	pthread_mutex_unlock(&fs->lock);
 	return f;
+}
+
+int sym_files_add_image(struct sym_files *fs, const char *name, const void *image, size_t len,
+			int64_t bias)
+{
+	pthread_mutex_lock(&fs->lock);
+	bool found;
+	size_t at = find(fs, name, &found);
+	int err = 0;
+	if (!found) {
+		struct sym_file *f = NULL;
+		err = sym_open_memory(image, len, bias, &f);
+		if (!err && !insert(fs, at, name, f)) {
+			sym_close(f);
+			err = BK_E_NOMEM;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return err;
 }
 
 int sym_describe(struct sym_file *f, uint64_t link, struct bk_symbol *out, int max)

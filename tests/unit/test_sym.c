@@ -1692,6 +1692,29 @@ static void test_shared_files(const char *path)
 		CHECK(args[i].missing == NULL, "shared files: a missing file is NULL");
 	}
 	CHECK(sym_files_get(fs, path) == args[0].got, "shared files: the same file later");
+	/* An image under a name in brackets: no path to open, only what was
+	 * added (libt.so's bytes, named at its functions like by path). */
+	CHECK(sym_files_get(fs, "[vdso]") == NULL, "shared files: a bracket name is no path");
+	size_t ilen = 0;
+	uint8_t *img = slurp(tpath("nodebug/libt.so"), &ilen);
+	struct sym_file *byp = NULL;
+	CHECK(img && sym_files_add_image(fs, "[vdso]", img, ilen, 0) == 0,
+	      "shared files: an image added");
+	free(img); /* copied */
+	struct sym_file *im = sym_files_get(fs, "[vdso]");
+	CHECK(im != NULL && sym_open(tpath("nodebug/libt.so"), NULL, &byp) == 0,
+	      "shared files: the image by its name");
+	if (im && byp && byp->nsyms) {
+		struct bk_symbol a[2], b[2];
+		uint64_t at = byp->syms[0].start;
+		CHECK(sym_describe(im, at, a, 2) == 1 && sym_describe(byp, at, b, 2) == 1 &&
+		      a[0].function && b[0].function && !strcmp(a[0].function, b[0].function),
+		      "shared files: the image names what the file names");
+	}
+	CHECK_INT(sym_files_add_image(fs, "[junk]", "abc", 3, 0), BK_E_NOT_ELF,
+		  "shared files: a junk image is refused");
+	CHECK(sym_files_get(fs, "[junk]") == NULL, "shared files: and not kept");
+	sym_close(byp);
 	CHECK(wrong == 0, "shared files: %zu answers differ from sym_lookup's", wrong);
 	sym_files_free(fs);
 	sym_close(ref);
