@@ -162,7 +162,12 @@ int bk_space_symbolize(struct bk_space *s, uint64_t addr, struct bk_symbol *out,
 	if (!m)
 		return 0;
 	/* The file the module's tables were read from: for a deleted file of
-	 * a live process that is /proc/PID/map_files/..., still readable. */
+	 * a live process that is /proc/PID/map_files/..., still readable. A
+	 * module of another process without one was known by name only: its
+	 * file could not be read, or is not the one that was mapped (a core's
+	 * build-id says so), and its symbols would be that other file's. */
+	if (!s->local && !m->elf)
+		return 0;
 	const char *path = m->elf && m->elf->ldr->path ? m->elf->ldr->path : m->path;
 	int64_t bias = m->bias;
 	char exe[4096];

@@ -404,6 +404,12 @@ def case_build_id(tmp):
     hows = {t["frames"][i]["how"] for t in threads for i in range(1, len(t["frames"]))
             if os.path.basename(t["frames"][i - 1].get("module", "")) == "libcorefix.so"}
     check(hows == {"fp"}, f"callers of frames in the replaced library: {hows}, want fp")
+    # Nor are its frames named from the new file: its symbols are another
+    # build's.
+    named = [f.get("function") for t in threads for f in t["frames"]
+             if os.path.basename(f.get("module", "")) == "libcorefix.so"]
+    check(named and not any(named),
+          f"frames in the replaced library named from the new file: {named}")
     compare(ours, theirs, "build-id differs")
 
     os.unlink(libcopy)
