@@ -29,6 +29,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <libdeflate.h>
+#include <zstd.h>
 #include <zlib.h>
 
 #include "loader.h"
@@ -190,14 +191,21 @@ static int check_layout(const uint8_t *img, size_t len, struct ldr_layout *lay)
 
 /* ---- Compressed sections -------------------------------------------------- */
 
-/* Where a compressed section's stream starts and how long its contents
- * claim to be: SHF_COMPRESSED contents are an Elf32/64_Chdr then the stream,
- * a legacy .zdebug_* section "ZLIB", an 8-byte big-endian size, the stream.
- * An unknown ch_type gives BK_E_UNSUPPORTED, which fill_section turns into
- * "section absent" so the rest of the file stays usable. */
+#ifndef ELFCOMPRESS_ZSTD
+#define ELFCOMPRESS_ZSTD 2 /* the gABI's since 2022; glibc 2.36's elf.h lacks it */
+#endif
+
+/* Where a compressed section's stream starts, how long its contents claim
+ * to be, and how it is compressed: SHF_COMPRESSED contents are an
+ * Elf32/64_Chdr (ch_type ELFCOMPRESS_ZLIB or ELFCOMPRESS_ZSTD) then the
+ * stream, a legacy .zdebug_* section "ZLIB", an 8-byte big-endian size, a
+ * zlib stream. Another ch_type gives BK_E_UNSUPPORTED, which fill_section
+ * turns into "section absent" (counted: ldr_elf.unknown_compression) so
+ * the rest of the file stays usable. */
 static int z_header(const uint8_t *p, size_t len, bool is64, bool zdebug, size_t *stream_off,
-		    uint64_t *size)
+		    uint64_t *size, uint32_t *type)
 {
+	*type = ELFCOMPRESS_ZLIB;
 	if (zdebug) {
 		if (len < 12 || memcmp(p, "ZLIB", 4) != 0)
 			return BK_CORRUPT;
@@ -209,7 +217,8 @@ static int z_header(const uint8_t *p, size_t len, bool is64, bool zdebug, size_t
 		size_t chdr = is64 ? sizeof(Elf64_Chdr) : sizeof(Elf32_Chdr);
 		if (len < chdr)
 			return BK_CORRUPT;
-		if ((uint32_t)base_rd_le(p, 4) != ELFCOMPRESS_ZLIB)
+		*type = (uint32_t)base_rd_le(p, 4);
+		if (*type != ELFCOMPRESS_ZLIB && *type != ELFCOMPRESS_ZSTD)
 			return BK_E_UNSUPPORTED;
 		*size = is64 ? base_rd_le(p + offsetof(Elf64_Chdr, ch_size), 8)
 			     : base_rd_le(p + offsetof(Elf32_Chdr, ch_size), 4);
@@ -224,7 +233,8 @@ static int inflated_size(const uint8_t *p, size_t len, bool is64, bool zdebug, s
 {
 	size_t off;
 	uint64_t size;
-	int err = z_header(p, len, is64, zdebug, &off, &size);
+	uint32_t type;
+	int err = z_header(p, len, is64, zdebug, &off, &size, &type);
 	*out_len = err ? 0 : (size_t)size;
 	return err;
 }
@@ -249,23 +259,31 @@ static void prefault(uint8_t *p, size_t len)
 #endif
 }
 
-/* The zlib stream (RFC 1950: its Adler-32 is checked) must give exactly
- * OUT_LEN bytes. libdeflate decodes a whole buffer 2-3x faster than zlib's
- * streaming inflate, which matters for debug sections of megabytes. Its
- * decompressor state (~10 KiB) comes from malloc, not the funnel: the only
- * way to redirect it in libdeflate 1.14 is a process-wide hook, which a
- * library must not set. */
+/* The stream must give exactly OUT_LEN bytes. zlib (RFC 1950: its
+ * Adler-32 is checked) by libdeflate, which decodes a whole buffer 2-3x
+ * faster than zlib's streaming inflate, which matters for debug sections of
+ * megabytes. Its decompressor state (~10 KiB) comes from malloc, not the
+ * funnel: the only way to redirect it in libdeflate 1.14 is a process-wide
+ * hook, which a library must not set. zstd (RFC 8878; a frame's checksum
+ * is checked when it has one) by libzstd's one-shot ZSTD_decompress, whose
+ * context also comes from malloc; a section may hold several frames, and
+ * all must fill OUT_LEN exactly. */
 static int inflate_to(const uint8_t *p, size_t len, bool is64, bool zdebug, uint8_t *out,
 		   size_t out_len)
 {
 	size_t off;
 	uint64_t size;
-	int err = z_header(p, len, is64, zdebug, &off, &size);
+	uint32_t type;
+	int err = z_header(p, len, is64, zdebug, &off, &size, &type);
 	if (err)
 		return err;
 	if (size != out_len)
 		return BK_E_INVAL;
 	prefault(out, out_len);
+	if (type == ELFCOMPRESS_ZSTD) {
+		size_t got = ZSTD_decompress(out, out_len, p + off, len - off);
+		return !ZSTD_isError(got) && got == out_len ? 0 : BK_CORRUPT;
+	}
 	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
 	if (!d)
 		return BK_E_NOMEM;
@@ -493,8 +511,10 @@ static int fill_section(struct ldr_elf *e, struct ldr_priv *pv, int which, const
 	if ((sh->sh_flags & SHF_COMPRESSED) || which == SEC_ZDEBUG_FRAME)
 		err = ldr_inflate(p, len, e->elf_class == ELFCLASS64, !(sh->sh_flags & SHF_COMPRESSED),
 				  &inflated, &inflated_len);
-	if (err == BK_E_UNSUPPORTED)
-		return 0; /* a compression we do not know: leave the section absent */
+	if (err == BK_E_UNSUPPORTED) { /* a compression we do not know: the section is absent */
+		e->unknown_compression++;
+		return 0;
+	}
 	if (err)
 		return err;
 	if (inflated) {

@@ -58,6 +58,9 @@ struct ldr_elf {
 
 	uint8_t build_id[LDR_MAX_BUILD_ID];
 	size_t build_id_len;        /* 0: no NT_GNU_BUILD_ID */
+	/* Unwind sections left absent because their compression (ch_type) is
+	 * neither zlib nor zstd: say so, never leave them out in silence. */
+	unsigned unknown_compression;
 	char *debuglink;            /* .gnu_debuglink file name, or NULL */
 	uint32_t debuglink_crc;
 

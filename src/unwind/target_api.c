@@ -174,6 +174,11 @@ static int add_modules(struct bk_target *bt, bool only_new, size_t *added)
 				else
 					file_problem(bt, first->path, oerr);
 			}
+			if (elf && elf->ldr->unknown_compression)
+				add_problem(bt, "%s: %u unwind section%s compressed by a method backstep "
+					    "does not know (neither zlib nor zstd): not used", first->path,
+					    elf->ldr->unknown_compression,
+					    elf->ldr->unknown_compression == 1 ? "" : "s");
 			/* A file mapped from offset 0 has its ELF header there. */
 			uint64_t base = first->start - first->offset;
 			int err = uw_space_add(s, first->start, last->end, base, first->path, elf);

@@ -774,7 +774,7 @@ static void test_compressed(void)
 			{ 8, 8, 1, BK_E_CORRUPT, false, "ch_size 1" },
 			{ 8, 8, (uint64_t)1 << 31, BK_E_CORRUPT, false, "ch_size 2 GiB" },
 			{ 8, 8, UINT64_MAX, BK_E_CORRUPT, false, "ch_size huge" },
-			{ 0, 4, 2, 0, false, "ELFCOMPRESS_ZSTD: absent, file usable" },
+			{ 0, 4, 2, BK_E_CORRUPT, false, "ELFCOMPRESS_ZSTD over a zlib stream" },
 			{ 0, 4, 77, 0, false, "unknown ch_type: absent" },
 			{ 24, 2, 0xffff, BK_E_CORRUPT, false, "bad zlib header" },
 		};
@@ -789,6 +789,8 @@ static void test_compressed(void)
 			CHECK_INT(ldr_open_memory(d, len, &x), rows[i].want, rows[i].name);
 			if (x) {
 				CHECK(!x->debug_frame.present && !x->debug_frame.data, "%s", rows[i].name);
+				CHECK(x->unknown_compression == (rows[i].val == 77), "%s: counted",
+				      rows[i].name);
 				ldr_close(x);
 			}
 			free(d);
@@ -807,14 +809,36 @@ static void test_compressed(void)
 	}
 	free(img);
 
-	/* The zstd flavour (if objcopy has it) opens, with .debug_frame absent. */
+	/* The zstd flavour (binutils 2.40's objcopy): the same bytes. */
 	if (run("objcopy --compress-debug-sections=zstd %s %s", plain, tpath("many-zstd.o"))) {
 		struct ldr_elf *x = NULL;
 		CHECK_INT(ldr_open_path(tpath("many-zstd.o"), &x), 0, "zstd");
 		if (x) {
-			CHECK(!x->debug_frame.present, "zstd .debug_frame absent");
+			CHECK(x->debug_frame.present && x->debug_frame.was_compressed &&
+				      x->debug_frame.len == p->debug_frame.len &&
+				      memcmp(x->debug_frame.data, p->debug_frame.data,
+					     p->debug_frame.len) == 0 &&
+				      x->unknown_compression == 0,
+			      "zstd .debug_frame decompressed, equal to the uncompressed one");
 			ldr_close(x);
 		}
+		/* A damaged zstd stream: its frame's magic number changed. */
+		size_t zl;
+		uint8_t *zi = slurp(tpath("many-zstd.o"), &zl);
+		struct ldr_elf *zx = NULL;
+		if (zi && ldr_open_memory(zi, zl, &zx) == 0 && zx->debug_frame.present) {
+			uint64_t at = zx->debug_frame.file_off + sizeof(Elf64_Chdr);
+			ldr_close(zx);
+			zx = NULL;
+			zi[at] ^= 0x5a;
+			CHECK_INT(ldr_open_memory(zi, zl, &zx), BK_E_CORRUPT, "a damaged zstd frame");
+		} else {
+			CHECK(0, "many-zstd.o from memory");
+		}
+		ldr_close(zx);
+		free(zi);
+	} else {
+		CHECK(0, "objcopy --compress-debug-sections=zstd");
 	}
 
 	/* Legacy .zdebug_frame. */
