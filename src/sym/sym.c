@@ -381,15 +381,26 @@ static int open_all(struct sym_file *f, const char *path, const void *image, siz
 		goto out;
 
 	/* Symbols: the file's .symtab, its debug file's (first when the caller
-	 * named the debug file), then .dynsym. */
+	 * named the debug file), then .dynsym with the .symtab of the file's
+	 * MiniDebugInfo (.gnu_debugdata: the functions .dynsym lacks). A
+	 * damaged .gnu_debugdata is left out like damaged DWARF. */
 	struct sym_elf *first = debug_path ? &de : &me, *second = debug_path ? &me : &de;
 	for (int i = 0; i < 3 && !err && !f->nsyms; i++) {
 		struct sym_elf *e = i == 0 ? first : i == 1 ? second : &me;
 		if (!e->elf)
 			continue;
-		err = sym_elf_symbols(f, e, i < 2 ? 2 /* SHT_SYMTAB */ : 11 /* SHT_DYNSYM */);
+		uint8_t *mini = NULL;
+		size_t mini_len = 0;
+		struct sym_elf mde = { .fd = -1 };
+		if (i == 2 && sym_elf_debugdata(&me, &mini, &mini_len) == 0 && mini &&
+		    sym_elf_open_memory(mini, mini_len, &mde) != 0)
+			mde.elf = NULL;
+		err = sym_elf_symbols_with(f, e, i < 2 ? 2 /* SHT_SYMTAB */ : 11 /* SHT_DYNSYM */,
+					   mde.elf ? &mde : NULL);
 		if (f->nsyms)
-			f->stats.symbol_source = i == 2 ? 3 : e == &me ? 1 : 2;
+			f->stats.symbol_source = i == 2 ? (mde.elf ? 4 : 3) : e == &me ? 1 : 2;
+		sym_elf_close(&mde); /* the names are interned: its bytes can go */
+		base_free(mini);
 	}
 	if (!err && !f->nsyms && !path) { /* an image without section headers */
 		err = sym_dyn_symbols(f, main, bias);

@@ -124,7 +124,8 @@ BK_HIDDEN int sym_describe(struct sym_file *f, uint64_t link, struct bk_symbol *
  * damage is counted when it is first read (sym_index_all reads them all). */
 struct sym_stats {
 	size_t symbols;        /* function symbols after merging aliases */
-	int symbol_source;     /* 0 none, 1 .symtab, 2 debug file's .symtab, 3 .dynsym */
+	int symbol_source;     /* 0 none, 1 .symtab, 2 debug file's .symtab, 3 .dynsym,
+				* 4 .dynsym and .gnu_debugdata's .symtab (MiniDebugInfo) */
 	bool used_debug_file;  /* a separate debug file was opened */
 	bool dwarf;            /* DWARF was found and is in use (libdwarf opens it on
 				* first need; false again if that fails) */
@@ -332,6 +333,14 @@ BK_HIDDEN bool sym_elf_section(struct sym_elf *e, const char *name, const uint8_
  * into F (merged, sorted; names as in the table). 0 and F->nsyms == 0 when
  * there are none. */
 BK_HIDDEN int sym_elf_symbols(struct sym_file *f, struct sym_elf *e, uint32_t sht);
+/* The same, with ALSO's .symtab merged in (may be NULL). */
+BK_HIDDEN int sym_elf_symbols_with(struct sym_file *f, struct sym_elf *e, uint32_t sht,
+				   struct sym_elf *also);
+/* E's .gnu_debugdata (MiniDebugInfo) decoded: an ELF file in a buffer from
+ * the funnel (*OUT; NULL, 0 when E has none). BK_E_CORRUPT (not xz, or cut
+ * short), BK_E_LIMIT (over SYM_MAX_DEBUGDATA), BK_E_NOMEM. */
+#define SYM_MAX_DEBUGDATA ((size_t)64 << 20)
+BK_HIDDEN int sym_elf_debugdata(struct sym_elf *e, uint8_t **out, size_t *out_len);
 /* The same from the dynamic segment of L, a file rebuilt from a loaded
  * image without section headers (a deleted library's image in a core):
  * .dynsym by DT_SYMTAB, DT_STRTAB and DT_HASH or DT_GNU_HASH, their

@@ -20,6 +20,7 @@
 
 #include <gelf.h>
 #include <libelf.h>
+#include <lzma.h>
 
 #include "sym.h"
 #include "../loader/loader.h"
@@ -398,13 +399,81 @@ static int install(struct sym_file *f, struct sym_vec *v)
 
 int sym_elf_symbols(struct sym_file *f, struct sym_elf *e, uint32_t sht)
 {
+	return sym_elf_symbols_with(f, e, sht, NULL);
+}
+
+int sym_elf_symbols_with(struct sym_file *f, struct sym_elf *e, uint32_t sht,
+			 struct sym_elf *also)
+{
 	struct sym_vec v = { .elem = sizeof(struct raw_sym) };
 	int err = e->elf ? collect(f, e, sht, &v) : 0;
+	if (!err && also && also->elf)
+		err = collect(f, also, SHT_SYMTAB, &v);
 	if (err) {
 		sym_vec_free(&v);
 		return err;
 	}
 	return install(f, &v);
+}
+
+/* ---- MiniDebugInfo ------------------------------------------------------------ */
+
+/* .gnu_debugdata: an xz stream holding an ELF file with a .symtab of the
+ * functions .dynsym lacks (Fedora's MiniDebugInfo; gdb reads it as a
+ * source of names). Decoded by liblzma, within SYM_MAX_DEBUGDATA bytes and
+ * as much decoder memory: a bigger claim is damage, not a bigger file. */
+int sym_elf_debugdata(struct sym_elf *e, uint8_t **out, size_t *out_len)
+{
+	*out = NULL;
+	*out_len = 0;
+	bool gnu_z, comp;
+	Elf_Scn *scn = find_scn(e, ".gnu_debugdata", &gnu_z);
+	const uint8_t *in;
+	size_t in_len;
+	if (!scn || !sym_elf_section(e, ".gnu_debugdata", &in, &in_len, &comp) || in_len == 0)
+		return 0;
+	lzma_stream st = LZMA_STREAM_INIT;
+	if (lzma_stream_decoder(&st, SYM_MAX_DEBUGDATA, 0) != LZMA_OK)
+		return BK_E_NOMEM;
+	size_t cap = in_len * 4 < SYM_MAX_DEBUGDATA ? in_len * 4 : SYM_MAX_DEBUGDATA;
+	uint8_t *buf = base_alloc(cap);
+	int err = buf ? 0 : BK_E_NOMEM;
+	st.next_in = in;
+	st.avail_in = in_len;
+	while (!err) {
+		if (st.total_out == cap) {
+			if (cap == SYM_MAX_DEBUGDATA) {
+				err = BK_E_LIMIT;
+				break;
+			}
+			size_t ncap = cap * 2 < SYM_MAX_DEBUGDATA ? cap * 2 : SYM_MAX_DEBUGDATA;
+			uint8_t *n = base_realloc(buf, ncap);
+			if (!n) {
+				err = BK_E_NOMEM;
+				break;
+			}
+			buf = n;
+			cap = ncap;
+		}
+		st.next_out = buf + st.total_out;
+		st.avail_out = cap - (size_t)st.total_out;
+		lzma_ret r = lzma_code(&st, LZMA_FINISH);
+		if (r == LZMA_STREAM_END)
+			break;
+		if (r == LZMA_MEM_ERROR)
+			err = BK_E_NOMEM;
+		else if (r != LZMA_OK || (st.avail_in == 0 && st.avail_out != 0))
+			err = BK_E_CORRUPT; /* damaged, or cut short */
+	}
+	size_t len = (size_t)st.total_out;
+	lzma_end(&st);
+	if (err) {
+		base_free(buf);
+		return err;
+	}
+	*out = buf;
+	*out_len = len;
+	return 0;
 }
 
 /* ---- Symbols by the dynamic segment (a loaded image without sections) ---- */

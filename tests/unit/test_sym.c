@@ -804,6 +804,65 @@ static void test_dynsym_only(void)
 	sym_close(f);
 }
 
+/* MiniDebugInfo as Fedora makes it (the .symtab entries .dynsym lacks, in
+ * an xz-compressed ELF file in .gnu_debugdata of the stripped file): every
+ * function of the unstripped library is named again, local ones too. A
+ * .gnu_debugdata that is not xz leaves .dynsym's names, nothing worse. */
+static void test_minidebuginfo(void)
+{
+	write_file("mdi.c", "static __attribute__((noinline)) int leaf(int x) { return x * 3 + 1; }\n"
+			    "static __attribute__((noinline)) int mid(int x) { return leaf(x) ^ 5; }\n"
+			    "int lib_a(int x) { return mid(x) + 1; }\n"
+			    "int lib_b(int x) { return leaf(x) - 2; }\n");
+	if (!run("gcc -O2 -g -shared -fPIC -o libmdi.so mdi.c && "
+		 "nm -D --format=posix --defined-only libmdi.so | awk '{print $1}' | sort > mdi.dyn && "
+		 "nm --format=posix --defined-only libmdi.so | awk '$2 ~ /[TtW]/ {print $1}' | sort "
+		 "> mdi.func && comm -13 mdi.dyn mdi.func > mdi.keep && "
+		 "objcopy --only-keep-debug libmdi.so mdi.debug && "
+		 "objcopy -S --remove-section .gdb_index --remove-section .comment "
+		 "--keep-symbols=mdi.keep mdi.debug mdi.mini && rm -f mdi.mini.xz && xz mdi.mini && "
+		 "strip --strip-all -R .comment -o libt_mdi.so libmdi.so && "
+		 "objcopy --add-section .gnu_debugdata=mdi.mini.xz libt_mdi.so && "
+		 "printf 'not xz at all' > mdi.junk && strip --strip-all -o libt_junk.so libmdi.so && "
+		 "objcopy --add-section .gnu_debugdata=mdi.junk libt_junk.so")) {
+		CHECK(0, "cannot build a library with MiniDebugInfo");
+		return;
+	}
+	struct func funcs[16];
+	size_t nf = list_funcs(tpath("libmdi.so"), funcs, BK_ARRAY_LEN(funcs));
+	struct sym_file *f = NULL, *junk = NULL;
+	CHECK_INT(sym_open(tpath("libt_mdi.so"), NULL, &f), 0, "open with MiniDebugInfo");
+	CHECK_INT(sym_open(tpath("libt_junk.so"), NULL, &junk), 0, "open with a junk .gnu_debugdata");
+	if (!f || !junk) {
+		sym_close(f);
+		sym_close(junk);
+		return;
+	}
+	struct sym_stats st;
+	sym_get_stats(f, &st);
+	CHECK_INT(st.symbol_source, 4, ".dynsym and .gnu_debugdata are the source");
+	sym_get_stats(junk, &st);
+	CHECK_INT(st.symbol_source, 3, "junk .gnu_debugdata: .dynsym alone");
+	size_t named = 0, local = 0, junk_named = 0;
+	for (size_t i = 0; i < nf; i++) {
+		uint64_t a = funcs[i].start + funcs[i].size / 2;
+		struct sym_frame fr[4];
+		int n = sym_lookup(f, a, fr, 4);
+		bool ok = n == 1 && fr[0].function && !strcmp(fr[0].function, funcs[i].name) &&
+			  fr[0].offset == funcs[i].size / 2;
+		CHECK(ok, "MiniDebugInfo names %s", funcs[i].name);
+		named += ok;
+		local += ok && strncmp(funcs[i].name, "lib_", 4) != 0;
+		n = sym_lookup(junk, a, fr, 4);
+		junk_named += n == 1 && fr[0].function && !strcmp(fr[0].function, funcs[i].name);
+	}
+	CHECK(nf > 3 && named == nf && local > 0, "%zu of %zu functions named, %zu not exported",
+	      named, nf, local);
+	CHECK_INT(junk_named, 2, "junk .gnu_debugdata: the exported ones only");
+	sym_close(f);
+	sym_close(junk);
+}
+
 /* sym_open_memory: a file's bytes give the answers its path gives (the
  * stripped library: .dynsym); this process's vDSO, laid out by
  * ldr_open_loaded from its mapping, names its functions. */
@@ -1994,6 +2053,7 @@ int main(int argc, char **argv)
 	test_default_file();
 	test_deep_nesting();
 	test_dynsym_only();
+	test_minidebuginfo();
 	test_memory_image();
 	if (have_gcc5) {
 		test_lookup_args();
