@@ -899,6 +899,57 @@ int ldr_open_debug_file(const struct ldr_elf *elf, const char *debug_root, struc
 	return debug_by_link(elf, root, out);
 }
 
+int ldr_open_alt_file(const char *owner, const char *name, const uint8_t *build_id,
+		      size_t build_id_len, const char *debug_root, struct ldr_elf **out)
+{
+	if (!out || !name || !name[0] || build_id_len > LDR_MAX_BUILD_ID)
+		return BK_E_INVAL;
+	*out = NULL;
+	/* The build-id the candidate must have, as debug_matches compares it:
+	 * without one, the name alone decides (DWARF 5's .debug_sup). */
+	struct ldr_elf want;
+	memset(&want, 0, sizeof(want));
+	memcpy(want.build_id, build_id, build_id_len);
+	want.build_id_len = build_id_len;
+	const char *root = debug_root ? debug_root : "/usr/lib/debug";
+	char *cands[3] = { NULL, NULL, NULL };
+	if (name[0] == '/') {
+		cands[0] = str_cat4(name, NULL, NULL, NULL);
+	} else if (owner) {
+		char *dir = base_alloc(PATH_MAX);
+		if (dir && realpath(owner, dir)) {
+			char *slash = strrchr(dir, '/');
+			if (slash)
+				slash[1] = '\0';
+			cands[0] = str_cat4(dir, name, NULL, NULL);
+		}
+		base_free(dir);
+	}
+	const char *base = strrchr(name, '/');
+	cands[1] = str_cat4(root, "/.dwz/", base ? base + 1 : name, NULL);
+	int err = BK_E_NOT_FOUND;
+	for (size_t i = 0; i < 2 && err == BK_E_NOT_FOUND; i++) {
+		if (!cands[i])
+			continue;
+		struct ldr_elf *cand;
+		struct stat st;
+		if (stat(cands[i], &st) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		int r = ldr_open_path(cands[i], &cand);
+		if (r == BK_E_NOMEM)
+			err = r;
+		else if (!r && (!build_id_len || debug_matches(&want, cand, false)))
+			*out = cand, err = 0;
+		else if (!r)
+			ldr_close(cand);
+	}
+	base_free(cands[0]);
+	base_free(cands[1]);
+	if (err == BK_E_NOT_FOUND && build_id_len)
+		err = debug_by_build_id(&want, root, out);
+	return err;
+}
+
 void ldr_bytes(const struct ldr_elf *elf, const uint8_t **data, size_t *len)
 {
 	const struct ldr_priv *pv = elf->priv;

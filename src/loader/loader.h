@@ -113,6 +113,15 @@ BK_HIDDEN int ldr_mem_read(void *ctx, uint64_t addr, void *dst, size_t len);
 BK_HIDDEN int ldr_open_debug_file(const struct ldr_elf *elf, const char *debug_root,
 				  struct ldr_elf **out);
 
+/* The supplementary file dwz made for OWNER (a path, may be NULL), named
+ * NAME by OWNER's .gnu_debugaltlink (or .debug_sup) with BUILD_ID (LEN
+ * bytes; 0: not known, the name decides): NAME itself when absolute, else
+ * in the symlink-resolved directory of OWNER; DEBUG_ROOT/.dwz/BASENAME;
+ * then by build-id under DEBUG_ROOT (NULL: /usr/lib/debug). A candidate
+ * is taken when its build-id is BUILD_ID. BK_E_NOT_FOUND when none is. */
+BK_HIDDEN int ldr_open_alt_file(const char *owner, const char *name, const uint8_t *build_id,
+				size_t build_id_len, const char *debug_root, struct ldr_elf **out);
+
 /* Inflate a compressed section's contents as stored in the file: with
  * ZDEBUG false an SHF_COMPRESSED section (an Elf32/64_Chdr, by IS64, then
  * the stream), with ZDEBUG true a legacy .zdebug_* section ("ZLIB", an

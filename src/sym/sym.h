@@ -127,6 +127,9 @@ struct sym_stats {
 	int symbol_source;     /* 0 none, 1 .symtab, 2 debug file's .symtab, 3 .dynsym,
 				* 4 .dynsym and .gnu_debugdata's .symtab (MiniDebugInfo) */
 	bool used_debug_file;  /* a separate debug file was opened */
+	bool used_alt_file;    /* a dwz supplementary file (.gnu_debugaltlink, .debug_sup)
+				* was found and opened */
+	bool alt_missing;      /* one is named but was not found (names from it are lost) */
 	bool dwarf;            /* DWARF was found and is in use (libdwarf opens it on
 				* first need; false again if that fails) */
 	bool dwarf_compressed; /* ... from SHF_COMPRESSED or .zdebug sections */

@@ -54,6 +54,7 @@
 #include <libdwarf/libdwarf.h>
 
 #include "sym.h"
+#include "../loader/loader.h"
 
 /* Offset -> value map (open addressing) for DIE names and file indexes. */
 struct omap_ent {
@@ -118,6 +119,13 @@ struct sym_dwarf {
 	bool placed;                  /* ... and every unit they do not place is indexed */
 	Dwarf_Debug dbg;
 	struct sym_dwobj *obj;
+	/* The supplementary file dwz made (.gnu_debugaltlink; DWARF 5's
+	 * .debug_sup): strings (DW_FORM_GNU_strp_alt, DW_FORM_strp_sup) come
+	 * from it through libdwarf's tied file, DIEs (DW_FORM_GNU_ref_alt,
+	 * DW_FORM_ref_sup4/8) by offsets marked ALT_REF. */
+	struct sym_elf alt_elf;
+	Dwarf_Debug alt_dbg;
+	struct sym_dwobj *alt_obj;
 	const uint8_t *line_sec;      /* raw .debug_line, for sym_line.c */
 	size_t line_len;
 	struct sym_rng_ctx rng;       /* the sections part; bases are per CU */
@@ -175,6 +183,11 @@ static const char *die_text(struct dw *c, Dwarf_Die die, Dwarf_Half at)
 	char *s = NULL;
 	if (!dw_ok(c, dwarf_die_text(die, at, &s, &e), &e))
 		return NULL;
+	/* A string in a supplementary file that is not there: libdwarf gives
+	 * these placeholders; the name is unknown. */
+	if (s && s[0] == '<' && (!strcmp(s, "<DW_FORM_GNU_strp_alt-no-tied-file>") ||
+				 !strcmp(s, "<DW_FORM_strp_sup-no-tied-file>")))
+		return NULL;
 	return s; /* points into the string section: valid until dwarf_finish */
 }
 
@@ -199,13 +212,27 @@ static bool die_udata(struct dw *c, Dwarf_Die die, Dwarf_Half at, Dwarf_Unsigned
 	return ok;
 }
 
-static bool die_ref(struct dw *c, Dwarf_Die die, Dwarf_Half at, Dwarf_Off *off)
+/* A DIE offset in the supplementary file, not the file's own. */
+#define ALT_REF ((Dwarf_Off)1 << 63)
+#ifndef DW_FORM_GNU_ref_alt
+#define DW_FORM_GNU_ref_alt 0x1f20
+#endif
+
+/* The DIE a reference attribute names, as an offset in .debug_info (with
+ * ALT_REF when it is the supplementary file's: a reference of that form,
+ * or any reference from a DIE there, IN_ALT). */
+static bool die_ref(struct dw *c, Dwarf_Die die, Dwarf_Half at, bool in_alt, Dwarf_Off *off)
 {
 	Dwarf_Error e = NULL;
 	Dwarf_Attribute a = NULL;
 	if (!dw_ok(c, dwarf_attr(die, at, &a, &e), &e))
 		return false;
-	bool ok = dw_ok(c, dwarf_global_formref(a, off, &e), &e);
+	Dwarf_Half form = 0;
+	bool ok = dw_ok(c, dwarf_whatform(a, &form, &e), &e) &&
+		  dw_ok(c, dwarf_global_formref(a, off, &e), &e) && !(*off & ALT_REF);
+	if (ok && (in_alt || form == DW_FORM_GNU_ref_alt || form == DW_FORM_ref_sup4 ||
+		   form == DW_FORM_ref_sup8))
+		*off |= ALT_REF;
 	dwarf_dealloc_attribute(a);
 	return ok;
 }
@@ -216,10 +243,10 @@ static const char *die_linkage(struct dw *c, Dwarf_Die die)
 	return s ? s : die_text(c, die, DW_AT_MIPS_linkage_name);
 }
 
-static bool die_origin(struct dw *c, Dwarf_Die die, Dwarf_Off *off)
+static bool die_origin(struct dw *c, Dwarf_Die die, bool in_alt, Dwarf_Off *off)
 {
-	return die_ref(c, die, DW_AT_abstract_origin, off) ||
-	       die_ref(c, die, DW_AT_specification, off);
+	return die_ref(c, die, DW_AT_abstract_origin, in_alt, off) ||
+	       die_ref(c, die, DW_AT_specification, in_alt, off);
 }
 
 /* ---- Names --------------------------------------------------------------------------- */
@@ -239,21 +266,25 @@ static const char *ref_name(struct dw *c, Dwarf_Off off, bool *linkage)
 	}
 	const char *name = NULL, *link = NULL;
 	Dwarf_Off cur = off;
+	Dwarf_Debug own = c->dbg; /* dw_ok releases errors to the DIE's own file */
 	for (unsigned hop = 0; hop < SYM_MAX_REF_HOPS && !link; hop++) {
 		Dwarf_Error e = NULL;
 		Dwarf_Die d = NULL;
-		if (!dw_ok(c, dwarf_offdie_b(c->dbg, cur, true, &d, &e), &e))
+		bool in_alt = cur & ALT_REF;
+		c->dbg = in_alt ? c->d->alt_dbg : own;
+		if (!c->dbg || !dw_ok(c, dwarf_offdie_b(c->dbg, cur & ~ALT_REF, true, &d, &e), &e))
 			break;
 		link = die_linkage(c, d);
 		if (!link && !name)
 			name = die_text(c, d, DW_AT_name);
 		Dwarf_Off next;
-		bool more = !link && die_origin(c, d, &next) && next != cur;
+		bool more = !link && die_origin(c, d, in_alt, &next) && next != cur;
 		dwarf_dealloc_die(d);
 		if (!more)
 			break;
 		cur = next;
 	}
+	c->dbg = own;
 	const char *r = NULL;
 	if (link)
 		r = sym_intern_name(&c->f->strings, link);
@@ -286,7 +317,7 @@ static const char *die_name(struct dw *c, Dwarf_Die die)
 	}
 	const char *name = die_text(c, die, DW_AT_name);
 	Dwarf_Off ref;
-	if (die_origin(c, die, &ref)) {
+	if (die_origin(c, die, false, &ref)) {
 		bool from_link = false;
 		r = ref_name(c, ref, &from_link);
 		if (c->fatal)
@@ -1031,6 +1062,62 @@ static int top_die_ranges(struct sym_file *f, size_t ix, struct sym_vec *v, bool
 	return err;
 }
 
+static bool lists_survivable_path(const char *path, struct sym_elf *e);
+
+/* The supplementary file D's DWARF names, if any (dwz: .gnu_debugaltlink
+ * holds its path and build-id; DWARF 5: .debug_sup its path), opened and
+ * tied to D's libdwarf so that strings in it resolve. One that cannot be
+ * found or read is noted (alt_missing): names from it are lost, the rest
+ * stays. */
+static void open_alt(struct sym_file *f, struct sym_dwarf *d)
+{
+	const uint8_t *p;
+	size_t len;
+	bool comp;
+	const char *name = NULL;
+	const uint8_t *bid = NULL;
+	size_t bid_len = 0;
+	if (sym_elf_section(&d->elf, ".gnu_debugaltlink", &p, &len, &comp) && len > 1) {
+		const uint8_t *nul = memchr(p, 0, len);
+		if (!nul)
+			return;
+		name = (const char *)p;
+		bid = nul + 1;
+		bid_len = len - (size_t)(bid - p);
+	} else if (sym_elf_section(&d->elf, ".debug_sup", &p, &len, &comp) && len > 4 &&
+		   p[2] == 0 /* is_supplementary: this file is not */) {
+		const uint8_t *nul = memchr(p + 3, 0, len - 3);
+		if (!nul)
+			return;
+		name = (const char *)p + 3;
+	} else {
+		return;
+	}
+	struct ldr_elf *alt = NULL;
+	if (ldr_open_alt_file(d->path, name, bid, bid_len, NULL, &alt) != 0) {
+		f->stats.alt_missing = true;
+		return;
+	}
+	void *dbg = NULL;
+	Dwarf_Error e = NULL;
+	if (!lists_survivable_path(alt->path, &d->alt_elf) ||
+	    sym_dwobj_init(&d->alt_elf, &dbg, &d->alt_obj) != 0) {
+		sym_elf_close(&d->alt_elf);
+		f->stats.alt_missing = true;
+	} else if (dwarf_set_tied_dbg(d->dbg, dbg, &e) != DW_DLV_OK) {
+		if (e)
+			dwarf_dealloc_error(d->dbg, e);
+		sym_dwobj_finish(dbg, d->alt_obj);
+		d->alt_obj = NULL;
+		sym_elf_close(&d->alt_elf);
+		f->stats.alt_missing = true;
+	} else {
+		d->alt_dbg = dbg;
+		f->stats.used_alt_file = true;
+	}
+	ldr_close(alt);
+}
+
 static int open_libdwarf(struct sym_file *f)
 {
 	struct sym_dwarf *d = f->dwarf;
@@ -1052,6 +1139,8 @@ static int open_libdwarf(struct sym_file *f)
 		if (err == BK_E_NOMEM)
 			return err; /* tried again next time */
 		d->dbg = dbg;
+		if (!err)
+			open_alt(f, d);
 	}
 	d->opened = true;
 	if (err) {
@@ -1203,6 +1292,19 @@ static bool lists_survivable(struct sym_elf *elf, bool rel)
 	return true;
 }
 
+/* Open PATH into E when its lists pass the guard (sym_guard.c), as the
+ * file's own DWARF must before libdwarf reads it. */
+static bool lists_survivable_path(const char *path, struct sym_elf *e)
+{
+	if (!path || sym_elf_open(path, e) != 0)
+		return false;
+	if (!lists_survivable(e, false)) {
+		sym_elf_close(e);
+		return false;
+	}
+	return true;
+}
+
 void sym_dwarf_close(struct sym_dwarf *d)
 {
 	if (!d)
@@ -1212,7 +1314,10 @@ void sym_dwarf_close(struct sym_dwarf *d)
 		dwarf_finish(d->dbg, &e);
 	} else if (!d->rel) {
 		sym_dwobj_finish(d->dbg, d->obj);
+		if (d->alt_dbg) /* after the file tied to it */
+			sym_dwobj_finish(d->alt_dbg, d->alt_obj);
 	}
+	sym_elf_close(&d->alt_elf);
 	sym_elf_close(&d->elf);
 	sym_vec_free(&d->aranges);
 	sym_vec_free(&d->sets);

@@ -1779,6 +1779,91 @@ static void test_shared_files(const char *path)
 	sym_close(ref);
 }
 
+/* dwz: two programs' DWARF with what they share moved to a supplementary
+ * file (.gnu_debugaltlink; DW_FORM_GNU_strp_alt and DW_FORM_GNU_ref_alt
+ * into it). Every address of the program names what it named before dwz,
+ * inline chains, files and lines too; with the supplementary file gone,
+ * lookups still work and no name is libdwarf's placeholder. */
+static void test_dwz(void)
+{
+	write_file("dwz.cc",
+		   "#include <cstdlib>\n#include <string>\n#include <vector>\n"
+		   "namespace ns {\n"
+		   "template <class T> struct Box { T v; __attribute__((noinline)) T get() const;"
+		   " };\n"
+		   "template <class T> T Box<T>::get() const { return v + 1; }\n"
+		   "static inline int helper(int x) { if (x > 1000) abort(); return x * 2; }\n"
+		   "struct Worker { __attribute__((noinline)) int run(int x); };\n"
+		   "int Worker::run(int x) { Box<int> b{helper(x)}; return b.get(); }\n"
+		   "}\n"
+		   "int main(int argc, char **argv) {\n"
+		   "  std::vector<std::string> v(argv, argv + argc);\n"
+		   "  ns::Worker w; return w.run((int)v.size() + argc) > 3;\n}\n");
+	static char cmd[4096];
+	snprintf(cmd, sizeof(cmd),
+		 "g++ -O2 -g -o dwz1 dwz.cc && g++ -O1 -g -o dwz2 dwz.cc && cp dwz1 dwz1.orig && "
+		 "dwz -m dwz.common -M %s dwz1 dwz2 && readelf -S dwz1 | grep -q gnu_debugaltlink",
+		 tpath("dwz.common"));
+	if (!run("%s", cmd)) {
+		CHECK(0, "cannot build a dwz'd program (dwz installed?)");
+		return;
+	}
+	static uint64_t addrs[MAX_ADDRS];
+	size_t na = every_address(tpath("dwz1.orig"), addrs, 4000);
+	struct sym_file *ref = NULL, *f = NULL;
+	CHECK(na > 20 && sym_open(tpath("dwz1.orig"), NULL, &ref) == 0 &&
+	      sym_open(tpath("dwz1"), NULL, &f) == 0, "dwz: open (%zu addresses)", na);
+	if (!ref || !f) {
+		sym_close(ref);
+		sym_close(f);
+		return;
+	}
+	size_t same = 0, inlined = 0, first_bad = SIZE_MAX;
+	for (size_t i = 0; i < na; i++) {
+		struct frames a, b;
+		a.n = sym_lookup(ref, addrs[i], a.fr, MAX_FR);
+		b.n = sym_lookup(f, addrs[i], b.fr, MAX_FR);
+		if (frames_equal(&a, &b)) {
+			same++;
+			inlined += a.n > 1;
+		} else if (first_bad == SIZE_MAX) {
+			first_bad = i;
+		}
+	}
+	struct sym_stats st;
+	sym_get_stats(f, &st);
+	CHECK(st.used_alt_file && !st.alt_missing, "dwz: the supplementary file is used");
+	CHECK(same == na && inlined > 0, "dwz: %zu of %zu addresses as before dwz (%zu inlined); "
+	      "first differing at %#llx", same, na, inlined,
+	      first_bad == SIZE_MAX ? 0ull : (unsigned long long)addrs[first_bad]);
+	sym_close(f);
+	f = NULL;
+
+	/* The supplementary file gone. */
+	CHECK(run("mv dwz.common dwz.common.away"), "dwz: move the supplementary file");
+	CHECK_INT(sym_open(tpath("dwz1"), NULL, &f), 0, "dwz: open without it");
+	size_t placeholders = 0, answered = 0, ref_answered = 0;
+	for (size_t i = 0; f && i < na; i++) {
+		struct frames a, b;
+		a.n = sym_lookup(ref, addrs[i], a.fr, MAX_FR);
+		b.n = sym_lookup(f, addrs[i], b.fr, MAX_FR);
+		ref_answered += a.n > 0;
+		answered += b.n > 0;
+		for (int k = 0; k < b.n; k++)
+			placeholders += b.fr[k].function && b.fr[k].function[0] == '<';
+	}
+	if (f) {
+		sym_get_stats(f, &st);
+		CHECK(st.alt_missing && !st.used_alt_file, "dwz: the missing file is noted");
+		CHECK(answered == ref_answered && answered > na / 2 && placeholders == 0,
+		      "dwz: without it, %zu of %zu answered (%zu before dwz), %zu placeholder names",
+		      answered, na, ref_answered, placeholders);
+	}
+	sym_close(f);
+	sym_close(ref);
+	run("mv dwz.common.away dwz.common");
+}
+
 /* libc with its debug file (libc6-dbg), when installed: compressed DWARF 5
  * from gcc, thousands of units. Spread addresses: start, thirds and last
  * byte of every function. */
@@ -2054,6 +2139,7 @@ int main(int argc, char **argv)
 	test_deep_nesting();
 	test_dynsym_only();
 	test_minidebuginfo();
+	test_dwz();
 	test_memory_image();
 	if (have_gcc5) {
 		test_lookup_args();
