@@ -48,6 +48,7 @@
  * unindexed. Ranges and sequences that start outside the executable
  * segments are dropped (discarded code).
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <libdwarf/dwarf.h>
@@ -130,6 +131,8 @@ struct sym_dwarf {
 	size_t line_len;
 	struct sym_rng_ctx rng;       /* the sections part; bases are per CU */
 	struct omap names;            /* DIE offset -> resolved name (val: 1 = linkage) */
+	struct omap prefixes;         /* DIE offset -> its scopes' prefix ("ns::Class::") */
+	struct omap langs;            /* CU offset -> 1 + whether its names are qualified */
 	struct omap file_ix;          /* interned path -> index into f->files */
 };
 
@@ -251,6 +254,169 @@ static bool die_origin(struct dw *c, Dwarf_Die die, bool in_alt, Dwarf_Off *off)
 
 /* ---- Names --------------------------------------------------------------------------- */
 
+/* ---- Qualified names -------------------------------------------------------------
+ *
+ * A C++ (or other non-C) function known by DW_AT_name alone (no linkage
+ * name: a static function, one in an anonymous namespace, some inlined
+ * instances) is named with the scopes around the DIE that names it
+ * (namespaces, classes, structs, unions), as gdb prints it:
+ * "app::(anonymous namespace)::Local::boom". libdwarf has no parent link,
+ * so the way down from the unit's top DIE is found by offsets: a DIE's
+ * subtree lies between it and its next sibling. Cached per DIE. */
+
+/* Whether a unit of language LANG (0: the unit does not say, as dwz's
+ * partial units do not) may have functions inside scopes: anything but C
+ * and assembly, whose units are not walked for scopes they cannot have. */
+static bool qualified_language(Dwarf_Unsigned lang)
+{
+	return lang != DW_LANG_C89 && lang != DW_LANG_C && lang != DW_LANG_C99 &&
+	       lang != DW_LANG_C11 && lang != DW_LANG_Mips_Assembler;
+}
+
+#define SYM_MAX_SCOPE_WALK 100000 /* DIEs stepped over finding one DIE's scopes */
+
+/* Append the scope S (a namespace, class, struct or union) to PRE. */
+static bool scope_append(struct dw *c, Dwarf_Die s, Dwarf_Half tag, char *pre, size_t cap)
+{
+	const char *n = die_text(c, s, DW_AT_name);
+	if (!n && tag == DW_TAG_namespace)
+		n = "(anonymous namespace)";
+	if (!n)
+		return true; /* an unnamed class: nothing gdb would print either */
+	size_t have = strlen(pre), add = strlen(n);
+	if (have + add + 3 > cap)
+		return false;
+	memcpy(pre + have, n, add);
+	memcpy(pre + have + add, "::", 3);
+	return true;
+}
+
+/* The scopes around the DIE at OFF (ALT_REF: the supplementary file's),
+ * outermost first, each followed by "::"; "" when it has none or its unit
+ * is not C++. NULL when memory ran out. */
+static const char *scope_prefix(struct dw *c, Dwarf_Off off)
+{
+	struct omap_ent *slot = omap_slot(&c->d->prefixes, off);
+	if (!slot) {
+		nomem(c);
+		return NULL;
+	}
+	if (slot->used)
+		return slot->name;
+	Dwarf_Debug dbg = off & ALT_REF ? c->d->alt_dbg : c->dbg, own = c->dbg;
+	Dwarf_Off target = off & ~ALT_REF;
+	char pre[1024] = "";
+	Dwarf_Error e = NULL;
+	Dwarf_Die die = NULL, cu = NULL;
+	Dwarf_Off cu_off = 0;
+	c->dbg = dbg;
+	bool ok = dbg && dw_ok(c, dwarf_offdie_b(dbg, target, true, &die, &e), &e) &&
+		  dw_ok(c, dwarf_CU_dieoffset_given_die(die, &cu_off, &e), &e);
+	if (die)
+		dwarf_dealloc_die(die);
+	/* The unit's language, once per unit. */
+	Dwarf_Unsigned lang = 0;
+	struct omap_ent *ls = ok ? omap_slot(&c->d->langs, cu_off | (off & ALT_REF)) : NULL;
+	if (ok && ls && ls->used) {
+		ok = ls->val == 2;
+	} else if (ok && ls) {
+		ok = dw_ok(c, dwarf_offdie_b(dbg, cu_off, true, &cu, &e), &e);
+		if (ok && !die_udata(c, cu, DW_AT_language, &lang))
+			lang = 0;
+		ok = ok && qualified_language(lang);
+		omap_fill(&c->d->langs, ls, cu_off | (off & ALT_REF));
+		ls->val = ok ? 2 : 1;
+	} else {
+		ok = false;
+	}
+	if (ok && !cu && !dw_ok(c, dwarf_offdie_b(dbg, cu_off, true, &cu, &e), &e))
+		ok = false;
+	/* Down from the top DIE: into the child whose subtree holds TARGET. */
+	Dwarf_Die cur = cu;
+	cu = NULL;
+	unsigned steps = 0;
+	for (unsigned depth = 0; ok && cur && depth < SYM_MAX_DIE_DEPTH; depth++) {
+		Dwarf_Die s = NULL, into = NULL;
+		if (dwarf_child(cur, &s, &e) != DW_DLV_OK) {
+			if (e)
+				dwarf_dealloc_error(dbg, e), e = NULL;
+			break;
+		}
+		while (s && steps++ < SYM_MAX_SCOPE_WALK) {
+			Dwarf_Off so = 0, no = UINT64_MAX;
+			Dwarf_Die n = NULL;
+			if (!dw_ok(c, dwarf_dieoffset(s, &so, &e), &e))
+				break;
+			int r = dwarf_siblingof_b(dbg, s, true, &n, &e);
+			if (r == DW_DLV_ERROR) {
+				dwarf_dealloc_error(dbg, e);
+				e = NULL;
+			}
+			if (n && !dw_ok(c, dwarf_dieoffset(n, &no, &e), &e))
+				no = UINT64_MAX;
+			if (so == target) { /* found: PRE is complete */
+				if (n)
+					dwarf_dealloc_die(n);
+				break;
+			}
+			if (so < target && target < no) {
+				into = s;
+				s = NULL;
+				if (n)
+					dwarf_dealloc_die(n);
+				break;
+			}
+			dwarf_dealloc_die(s);
+			s = n;
+		}
+		if (s)
+			dwarf_dealloc_die(s);
+		dwarf_dealloc_die(cur);
+		cur = into;
+		if (!into)
+			break;
+		Dwarf_Half tag = 0;
+		if (!dw_ok(c, dwarf_tag(into, &tag, &e), &e))
+			break;
+		if ((tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+		     tag == DW_TAG_structure_type || tag == DW_TAG_union_type) &&
+		    !scope_append(c, into, tag, pre, sizeof(pre)))
+			break;
+	}
+	if (cur)
+		dwarf_dealloc_die(cur);
+	if (cu)
+		dwarf_dealloc_die(cu);
+	c->dbg = own;
+	const char *r = pre[0] ? sym_intern(&c->f->strings, pre, strlen(pre)) : "";
+	if (!r) {
+		nomem(c);
+		return NULL;
+	}
+	if (!(slot = omap_slot(&c->d->prefixes, off))) { /* the table may have grown */
+		nomem(c);
+		return NULL;
+	}
+	omap_fill(&c->d->prefixes, slot, off);
+	slot->name = r;
+	return r;
+}
+
+/* NAME (DW_AT_name of the DIE at OFF) with its scopes, interned. */
+static const char *qualified(struct dw *c, Dwarf_Off off, const char *name)
+{
+	const char *pre = scope_prefix(c, off);
+	if (!pre)
+		return NULL;
+	if (!pre[0])
+		return sym_intern(&c->f->strings, name, strlen(name));
+	char buf[2048];
+	int n = snprintf(buf, sizeof(buf), "%s%s", pre, name);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return sym_intern(&c->f->strings, name, strlen(name));
+	return sym_intern(&c->f->strings, buf, (size_t)n);
+}
+
 /* Resolve the name the DIE at OFF gives (following its own references);
  * cached by OFF. *LINKAGE: the name came from a linkage name. */
 static const char *ref_name(struct dw *c, Dwarf_Off off, bool *linkage)
@@ -265,7 +431,7 @@ static const char *ref_name(struct dw *c, Dwarf_Off off, bool *linkage)
 		return slot->name;
 	}
 	const char *name = NULL, *link = NULL;
-	Dwarf_Off cur = off;
+	Dwarf_Off cur = off, name_off = 0;
 	Dwarf_Debug own = c->dbg; /* dw_ok releases errors to the DIE's own file */
 	for (unsigned hop = 0; hop < SYM_MAX_REF_HOPS && !link; hop++) {
 		Dwarf_Error e = NULL;
@@ -275,8 +441,8 @@ static const char *ref_name(struct dw *c, Dwarf_Off off, bool *linkage)
 		if (!c->dbg || !dw_ok(c, dwarf_offdie_b(c->dbg, cur & ~ALT_REF, true, &d, &e), &e))
 			break;
 		link = die_linkage(c, d);
-		if (!link && !name)
-			name = die_text(c, d, DW_AT_name);
+		if (!link && !name && (name = die_text(c, d, DW_AT_name)))
+			name_off = cur;
 		Dwarf_Off next;
 		bool more = !link && die_origin(c, d, in_alt, &next) && next != cur;
 		dwarf_dealloc_die(d);
@@ -289,7 +455,7 @@ static const char *ref_name(struct dw *c, Dwarf_Off off, bool *linkage)
 	if (link)
 		r = sym_intern_name(&c->f->strings, link);
 	else if (name)
-		r = sym_intern(&c->f->strings, name, strlen(name));
+		r = qualified(c, name_off, name);
 	if ((link || name) && !r) {
 		nomem(c);
 		return NULL;
@@ -325,7 +491,13 @@ static const char *die_name(struct dw *c, Dwarf_Die die)
 		if (from_link || !name)
 			return r;
 	}
-	if (name && !(r = sym_intern(&c->f->strings, name, strlen(name))))
+	Dwarf_Off self = 0;
+	Dwarf_Error e = NULL;
+	if (name && dw_ok(c, dwarf_dieoffset(die, &self, &e), &e))
+		r = qualified(c, self, name);
+	else if (name)
+		r = sym_intern(&c->f->strings, name, strlen(name));
+	if (name && !r)
 		nomem(c);
 	return r;
 }
@@ -1322,6 +1494,8 @@ void sym_dwarf_close(struct sym_dwarf *d)
 	sym_vec_free(&d->aranges);
 	sym_vec_free(&d->sets);
 	base_free(d->names.e);
+	base_free(d->prefixes.e);
+	base_free(d->langs.e);
 	base_free(d->file_ix.e);
 	base_free(d->segs);
 	base_free(d->path);

@@ -1864,6 +1864,46 @@ static void test_dwz(void)
 	run("mv dwz.common.away dwz.common");
 }
 
+/* C++ functions DWARF names without a linkage name (a static member of a
+ * class in an anonymous namespace, a static inline function in a
+ * namespace, inlined) are named with their scopes, as gdb names them. */
+static void test_qualified(void)
+{
+	write_file("qual.cc",
+		   "#include <cstdlib>\n"
+		   "namespace app { namespace { struct Local {\n"
+		   "  static __attribute__((noinline)) int boom(int x) { if (x > 100) abort();"
+		   " return x * 7; } }; }\n"
+		   "static inline int inl(int x) { return Local::boom(x) + 1; }\n"
+		   "__attribute__((noinline)) int go(int x) { return inl(x) * inl(x + 1); } }\n"
+		   "int main(int argc, char **argv) { (void)argv; return app::go(argc) > 5; }\n");
+	if (!run("g++ -O2 -g -o qual qual.cc")) {
+		CHECK(0, "cannot build qual.cc");
+		return;
+	}
+	static uint64_t addrs[MAX_ADDRS];
+	size_t na = every_address(tpath("qual"), addrs, 4000);
+	struct sym_file *f = NULL;
+	CHECK(na > 10 && sym_open(tpath("qual"), NULL, &f) == 0, "qualified: open");
+	bool boom = false, inl = false, bare = false;
+	for (size_t i = 0; f && i < na; i++) {
+		struct frames a;
+		a.n = sym_lookup(f, addrs[i], a.fr, MAX_FR);
+		for (int k = 0; k < a.n; k++) {
+			const char *fn = a.fr[k].function;
+			if (!fn)
+				continue;
+			boom |= !strcmp(fn, "app::(anonymous namespace)::Local::boom");
+			inl |= a.fr[k].inlined && !strcmp(fn, "app::inl");
+			bare |= !strcmp(fn, "boom") || !strcmp(fn, "inl");
+		}
+	}
+	CHECK(boom, "qualified: app::(anonymous namespace)::Local::boom");
+	CHECK(inl, "qualified: app::inl, inlined");
+	CHECK(!bare, "qualified: no bare boom or inl");
+	sym_close(f);
+}
+
 /* libc with its debug file (libc6-dbg), when installed: compressed DWARF 5
  * from gcc, thousands of units. Spread addresses: start, thirds and last
  * byte of every function. */
@@ -2140,6 +2180,7 @@ int main(int argc, char **argv)
 	test_dynsym_only();
 	test_minidebuginfo();
 	test_dwz();
+	test_qualified();
 	test_memory_image();
 	if (have_gcc5) {
 		test_lookup_args();
