@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 
 packages=(
 	meson ninja-build pkg-config gcc g++ clang libclang-rt-14-dev
-	libelf-dev libdwarf-dev libiberty-dev zlib1g-dev libdeflate-dev libzstd-dev liblzma-dev libcapstone-dev
-	elfutils binutils dwz python3 libunwind8 valgrind linux-perf chromium
+	libelf-dev libdwarf-dev libiberty-dev zlib1g-dev libdeflate-dev libzstd-dev liblzma-dev libdebuginfod-dev libcapstone-dev
+	elfutils debuginfod binutils dwz python3 libunwind8 valgrind linux-perf chromium
 	gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross
 )
 

@@ -13,7 +13,7 @@
 #include "cli.h"
 #include "out.h"
 
-#define USAGE "usage: backstep core [-r|--regs] [-n|--no-symbols] [--no-cache] [--json] CORE [EXE]"
+#define USAGE "usage: backstep core [-r|--regs] [-n|--no-symbols] [--no-cache] [--no-debuginfod] [--json] CORE [EXE]"
 
 /* Is PATH an ELF file whose e_type is not ET_CORE? (To tell "not a core"
  * from "a core backstep does not read", both BK_E_UNSUPPORTED.) */

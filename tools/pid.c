@@ -21,12 +21,12 @@ static void on_interrupt(int sig)
 int cmd_pid(int argc, char **argv)
 {
 	struct cli_stack_opts o;
-	int first = cli_stack_options(argc, argv, "backstep pid [-r|--regs] [-n|--no-symbols] [--no-cache] [--json] PID", false, &o);
+	int first = cli_stack_options(argc, argv, "backstep pid [-r|--regs] [-n|--no-symbols] [--no-cache] [--no-debuginfod] [--json] PID", false, &o);
 	if (first <= 0)
 		return first == 0 ? 0 : 2;
 	optind = first;
 	if (optind + 1 != argc) {
-		cli_error("pid", "name one process (usage: backstep pid [-r] [-n] [--no-cache] [--json] PID)");
+		cli_error("pid", "name one process (usage: backstep pid [-r] [-n] [--no-cache] [--no-debuginfod] [--json] PID)");
 		return 2;
 	}
 	const char *arg = argv[optind];

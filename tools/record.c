@@ -77,7 +77,7 @@
 static const char usage[] =
 	"backstep record [-F HZ] [-d SECONDS] [--format " FR_SAMPLE_FORMATS "] [-o FILE]\n"
 	"                [--pid PID] [--tid TID] [--comm NAME] [--no-inline] [-n]\n"
-	"                [--kernel|--no-kernel] (-p PID | -- CMD [ARGS...])\n"
+	"                [--kernel|--no-kernel] [--no-debuginfod] (-p PID | -- CMD [ARGS...])\n"
 	"  -p PID        sample process PID and the threads and children it creates\n"
 	"  -- CMD        run CMD and sample it, its threads and children\n"
 	"  -F HZ         samples per second of CPU time per thread (default 999)\n"

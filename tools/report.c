@@ -19,7 +19,7 @@
 
 static const char usage[] =
 	"backstep report [--format " FR_SAMPLE_FORMATS "] [-o FILE] [--pid PID] [--tid TID]\n"
-	"                [--comm NAME] [--no-inline] [-n] [--kernel|--no-kernel] FILE|-\n"
+	"                [--comm NAME] [--no-inline] [-n] [--kernel|--no-kernel] [--no-debuginfod] FILE|-\n"
 	"  --format svg: a flame graph in one self-contained SVG file (-o flame.svg, open it\n"
 	"                in a browser): hover for samples and share, click to zoom, Search\n"
 	"                or Ctrl-F to highlight frames by name";

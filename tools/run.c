@@ -105,12 +105,12 @@ static void dump_all(int pid, int culprit, int sig, const struct cli_stack_opts 
 int cmd_run(int argc, char **argv)
 {
 	struct cli_stack_opts o;
-	int first = cli_stack_options(argc, argv, "backstep run [-r] [-n] [--no-cache] [--json] -- CMD [ARGS...]", true, &o);
+	int first = cli_stack_options(argc, argv, "backstep run [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...]", true, &o);
 	if (first <= 0)
 		return first == 0 ? 0 : 2;
 	optind = first;
 	if (optind >= argc) {
-		cli_error("run", "no command (usage: backstep run [-r] [-n] [--no-cache] [--json] -- CMD [ARGS...])");
+		cli_error("run", "no command (usage: backstep run [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...])");
 		return 2;
 	}
 	char **cmd = argv + optind;

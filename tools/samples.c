@@ -32,6 +32,7 @@
 #include "samples.h"
 
 #include "../src/base/base.h"
+#include "../src/loader/loader.h"
 #include "../src/profile/prof_stack.h"
 #include "../src/sym/sym.h"
 
@@ -810,6 +811,8 @@ void smp_summary(const struct smp *s, FILE *f, const char *who)
 		"%llu lost (the kernel's count)\n",
 		(unsigned long long)st->no_regs, (unsigned long long)st->no_stack,
 		(unsigned long long)s->skipped, (unsigned long long)s->lost);
+	if (ldr_debuginfod_problem())
+		fprintf(f, "%s: warning: %s\n", who, ldr_debuginfod_problem());
 	/* Files that are not the ones perf recorded (build-id): not used. */
 	if (st->build_id_differs) {
 		fprintf(f, "%s: %llu file%s from the recording (build-id), not used", who,
@@ -853,6 +856,9 @@ int smp_option(int ch, const char *arg, struct smp_opts *o, const char **output)
 		return 1;
 	case 'n':
 		o->no_symbols = true;
+		return 1;
+	case SMP_OPT_NO_DEBUGINFOD:
+		ldr_debuginfod_off();
 		return 1;
 	case SMP_OPT_KERNEL:
 	case SMP_OPT_NO_KERNEL:

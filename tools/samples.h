@@ -44,10 +44,12 @@ void smp_free(struct smp *s);
 
 /* ---- Options report and record share ----------------------------------------
  * --format FMT, -o/--output FILE, --pid PID, --tid TID, --comm NAME,
- * --no-inline, -n/--no-symbols, --kernel, --no-kernel: SMP_LONG_OPTIONS goes
+ * --no-inline, -n/--no-symbols, --kernel, --no-kernel, --no-debuginfod:
+ * SMP_LONG_OPTIONS goes
  * into a command's getopt_long table (its short letters, if any, are the
  * command's own), smp_option takes what getopt_long returned for them. */
-enum { SMP_OPT_PID = 0x100, SMP_OPT_TID, SMP_OPT_NO_INLINE, SMP_OPT_KERNEL, SMP_OPT_NO_KERNEL };
+enum { SMP_OPT_PID = 0x100, SMP_OPT_TID, SMP_OPT_NO_INLINE, SMP_OPT_KERNEL, SMP_OPT_NO_KERNEL,
+       SMP_OPT_NO_DEBUGINFOD };
 #define SMP_LONG_OPTIONS                                                                   \
 	{ "format", required_argument, NULL, 'f' }, { "output", required_argument, NULL, 'o' }, \
 	{ "pid", required_argument, NULL, SMP_OPT_PID },                                    \
@@ -56,7 +58,8 @@ enum { SMP_OPT_PID = 0x100, SMP_OPT_TID, SMP_OPT_NO_INLINE, SMP_OPT_KERNEL, SMP_
 	{ "no-inline", no_argument, NULL, SMP_OPT_NO_INLINE },                              \
 	{ "no-symbols", no_argument, NULL, 'n' },                                            \
 	{ "kernel", no_argument, NULL, SMP_OPT_KERNEL },                                    \
-	{ "no-kernel", no_argument, NULL, SMP_OPT_NO_KERNEL }
+	{ "no-kernel", no_argument, NULL, SMP_OPT_NO_KERNEL },                              \
+	{ "no-debuginfod", no_argument, NULL, SMP_OPT_NO_DEBUGINFOD }
 /* Option CH with argument ARG into O (-o: *OUTPUT): 1 when CH is one of
  * them, 0 when not, -1 after printing why ARG is wrong. */
 int smp_option(int ch, const char *arg, struct smp_opts *o, const char **output);

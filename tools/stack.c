@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+
+#include "../src/loader/loader.h"
 #include "frames.h"
 #include "out.h"
 
@@ -245,6 +247,8 @@ int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
 	}
 	pr->end();
 	out_flush();
+	if (ldr_debuginfod_problem())
+		fprintf(stderr, "backstep: warning: %s\n", ldr_debuginfod_problem());
 	for (size_t i = 0; i < n; i++) {
 		free(ws[i].f);
 		free(ws[i].regs);
@@ -267,6 +271,7 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 		{ "json", no_argument, NULL, 'j' },
 		{ "no-symbols", no_argument, NULL, 'n' },
 		{ "no-cache", no_argument, NULL, 'C' },
+		{ "no-debuginfod", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -280,6 +285,7 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 		case 'j': o->json = true; break;
 		case 'n': o->no_symbols = true; break;
 		case 'C': o->no_cache = true; break;
+		case 'D': ldr_debuginfod_off(); break;
 		case 'h':
 			printf("usage: %s\n", usage);
 			return 0;

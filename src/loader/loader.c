@@ -885,6 +885,8 @@ static int debug_by_link(const struct ldr_elf *elf, const char *root, struct ldr
 	return err;
 }
 
+int (*ldr_debuginfod_fetch)(const uint8_t *build_id, size_t len, bool executable, char **path);
+
 int ldr_open_debug_file(const struct ldr_elf *elf, const char *debug_root, struct ldr_elf **out)
 {
 	if (!out)
@@ -896,7 +898,16 @@ int ldr_open_debug_file(const struct ldr_elf *elf, const char *debug_root, struc
 	int err = debug_by_build_id(elf, root, out);
 	if (err != BK_E_NOT_FOUND)
 		return err;
-	return debug_by_link(elf, root, out);
+	if ((err = debug_by_link(elf, root, out)) != BK_E_NOT_FOUND || !elf->build_id_len)
+		return err;
+	/* Last, the debuginfod servers, by build-id (checked again here). */
+	char *path = NULL;
+	if (!ldr_debuginfod_fetch ||
+	    (err = ldr_debuginfod_fetch(elf->build_id, elf->build_id_len, false, &path)))
+		return err;
+	err = try_debug(elf, path, false, NULL, out);
+	base_free(path);
+	return err;
 }
 
 int ldr_open_alt_file(const char *owner, const char *name, const uint8_t *build_id,

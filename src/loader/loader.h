@@ -103,7 +103,9 @@ BK_HIDDEN int ldr_mem_read(void *ctx, uint64_t addr, void *dst, size_t len);
 /* Find and open the separate debug file of ELF:
  *   1. by build-id: DEBUG_ROOT/.build-id/xx/rest.debug
  *   2. by .gnu_debuglink NAME (CRC32 checked): DIR/NAME, DIR/.debug/NAME,
- *      DEBUG_ROOT/DIR/NAME, where DIR is the directory of elf->path.
+ *      DEBUG_ROOT/DIR/NAME, where DIR is the directory of elf->path;
+ *   3. by build-id from debuginfod (ldr_debuginfod_fetch), when
+ *      DEBUGINFOD_URLS is set.
  * DIR is the symlink-resolved directory of elf->path (a file opened from
  * memory has none, so only the build-id route applies). DEBUG_ROOT NULL
  * means "/usr/lib/debug". As elfutils does: when ELF has a build-id, a
@@ -112,6 +114,22 @@ BK_HIDDEN int ldr_mem_read(void *ctx, uint64_t addr, void *dst, size_t len);
  * BK_E_NOT_FOUND when none is found. */
 BK_HIDDEN int ldr_open_debug_file(const struct ldr_elf *elf, const char *debug_root,
 				  struct ldr_elf **out);
+
+/* The file with BUILD_ID (LEN bytes) from the debuginfod servers of
+ * DEBUGINFOD_URLS (ldr_debuginfod.c): its debug file, or (EXECUTABLE) the
+ * file itself. 0 and *PATH (from the funnel) naming it in debuginfod's
+ * cache; BK_E_NOT_FOUND (not there, no server, turned off, or the server
+ * failed: then ldr_debuginfod_problem says how), BK_E_NOMEM.
+ * A hook, NULL until ldr_debuginfod.c's constructor sets it: that object
+ * (and its dlopen) is in libbackstep.so and in programs that use its
+ * functions (the CLI), not in every static program linking the archive,
+ * where dlopen cannot work anyway. */
+BK_HIDDEN extern int (*ldr_debuginfod_fetch)(const uint8_t *build_id, size_t len,
+					     bool executable, char **path);
+/* Never ask debuginfod in this process (the CLI's --no-debuginfod). */
+BK_HIDDEN void ldr_debuginfod_off(void);
+/* What went wrong with a server, once it did (a line for a warning), or NULL. */
+BK_HIDDEN const char *ldr_debuginfod_problem(void);
 
 /* The supplementary file dwz made for OWNER (a path, may be NULL), named
  * NAME by OWNER's .gnu_debugaltlink (or .debug_sup) with BUILD_ID (LEN
