@@ -324,6 +324,19 @@ BK_API int bk_target_thread(const struct bk_target *t, size_t i, struct bk_threa
  * The strings live as long as the target. */
 BK_API size_t bk_target_nproblems(const struct bk_target *t);
 BK_API const char *bk_target_problem(const struct bk_target *t, size_t i); /* NULL past the end */
+/* The signal that ended a core's process: its NT_SIGINFO (else the first
+ * thread's NT_PRSTATUS pr_cursig), received by the thread the kernel wrote
+ * first. 0, or BK_E_NOT_FOUND (a live process; a core that says nothing,
+ * or names a job-control stop, as gcore's do: nothing ended). */
+struct bk_signal_info {
+	int signo;          /* SIGSEGV, ... */
+	int code;           /* si_code (SEGV_MAPERR, SI_TKILL, ...); 0 when only pr_cursig was known */
+	int err;            /* si_errno */
+	int has_addr;       /* ADDR is the faulting address (SIGSEGV, SIGBUS, SIGILL, SIGFPE) */
+	uint64_t addr;
+	int tid;            /* the thread that received it; 0: not known */
+};
+BK_API int bk_target_signal(const struct bk_target *t, struct bk_signal_info *out);
 
 
 /* ---- This process ------------------------------------------------------- */

@@ -30,6 +30,9 @@ struct cli_stack_opts {
 	bool no_symbols; /* -n: PCs and modules only, no names or lines */
 	bool no_cache;   /* --no-cache: no symbol memo on disk */
 	int pid;         /* the live process walked (pid), or 0 */
+	/* The signal that is ending the process (run's), or NULL: a core's
+	 * own (bk_target_signal) is used then. */
+	const struct bk_signal_info *signal;
 };
 extern volatile sig_atomic_t cli_interrupted;
 /* Whether process PID is dead (gone, or a zombie). */

@@ -1,6 +1,7 @@
 /* The output module: every format of a stack is a printer here (frames.h).
  * Callers walk and symbolize; printers only format, so the same stack
  * prints the same way whichever command made it. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,13 +131,116 @@ static void text_begin(void)
 {
 }
 
+/* ---- Signals ------------------------------------------------------------- */
+
+const char *fr_signal_name(int signo, char *buf, size_t len)
+{
+	const char *abbrev = signo > 0 ? sigabbrev_np(signo) : NULL;
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else
+		snprintf(buf, len, "signal %d", signo);
+	return buf;
+}
+
+/* si_code values (Linux's, <asm-generic/siginfo.h>): the ones any signal
+ * may carry (sent by a process), then the fault codes per signal. */
+void fr_signal_code(int signo, int code, const char **name, const char **words)
+{
+	static const struct { int signo, code; const char *name, *words; } codes[] = {
+		{ 0, 0, "SI_USER", "sent by kill" },
+		{ 0, 0x80, "SI_KERNEL", "sent by the kernel" },
+		{ 0, -1, "SI_QUEUE", "sent by sigqueue" },
+		{ 0, -2, "SI_TIMER", "a POSIX timer expired" },
+		{ 0, -3, "SI_MESGQ", "a message queue changed state" },
+		{ 0, -4, "SI_ASYNCIO", "asynchronous I/O completed" },
+		{ 0, -5, "SI_SIGIO", "queued SIGIO" },
+		{ 0, -6, "SI_TKILL", "sent by tkill or tgkill" },
+		{ SIGSEGV, 1, "SEGV_MAPERR", "address not mapped to object" },
+		{ SIGSEGV, 2, "SEGV_ACCERR", "invalid permissions for mapped object" },
+		{ SIGSEGV, 3, "SEGV_BNDERR", "failed address bound checks" },
+		{ SIGSEGV, 4, "SEGV_PKUERR", "access denied by memory protection keys" },
+		{ SIGSEGV, 8, "SEGV_MTEAERR", "asynchronous memory tag check fault" },
+		{ SIGSEGV, 9, "SEGV_MTESERR", "synchronous memory tag check fault" },
+		{ SIGSEGV, 10, "SEGV_CPERR", "control protection fault" },
+		{ SIGBUS, 1, "BUS_ADRALN", "invalid address alignment" },
+		{ SIGBUS, 2, "BUS_ADRERR", "nonexistent physical address" },
+		{ SIGBUS, 3, "BUS_OBJERR", "object-specific hardware error" },
+		{ SIGBUS, 4, "BUS_MCEERR_AR", "hardware memory error consumed on a machine check" },
+		{ SIGBUS, 5, "BUS_MCEERR_AO", "hardware memory error detected, action optional" },
+		{ SIGILL, 1, "ILL_ILLOPC", "illegal opcode" },
+		{ SIGILL, 2, "ILL_ILLOPN", "illegal operand" },
+		{ SIGILL, 3, "ILL_ILLADR", "illegal addressing mode" },
+		{ SIGILL, 4, "ILL_ILLTRP", "illegal trap" },
+		{ SIGILL, 5, "ILL_PRVOPC", "privileged opcode" },
+		{ SIGILL, 6, "ILL_PRVREG", "privileged register" },
+		{ SIGILL, 7, "ILL_COPROC", "coprocessor error" },
+		{ SIGILL, 8, "ILL_BADSTK", "internal stack error" },
+		{ SIGFPE, 1, "FPE_INTDIV", "integer divide by zero" },
+		{ SIGFPE, 2, "FPE_INTOVF", "integer overflow" },
+		{ SIGFPE, 3, "FPE_FLTDIV", "floating-point divide by zero" },
+		{ SIGFPE, 4, "FPE_FLTOVF", "floating-point overflow" },
+		{ SIGFPE, 5, "FPE_FLTUND", "floating-point underflow" },
+		{ SIGFPE, 6, "FPE_FLTRES", "floating-point inexact result" },
+		{ SIGFPE, 7, "FPE_FLTINV", "floating-point invalid operation" },
+		{ SIGFPE, 8, "FPE_FLTSUB", "subscript out of range" },
+		{ SIGTRAP, 1, "TRAP_BRKPT", "process breakpoint" },
+		{ SIGTRAP, 2, "TRAP_TRACE", "process trace trap" },
+	};
+	*name = *words = NULL;
+	bool fault = code > 0 && code < 0x80 && (signo == SIGSEGV || signo == SIGBUS ||
+						 signo == SIGILL || signo == SIGFPE ||
+						 signo == SIGTRAP);
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+		if (codes[i].code == code && codes[i].signo == (fault ? signo : 0)) {
+			*name = codes[i].name;
+			*words = codes[i].words;
+			return;
+		}
+}
+
+/* "SIGSEGV (Segmentation fault, signal 11): SEGV_MAPERR, address not
+ * mapped to object, at 0x0" and, for SIGABRT, that it was an abort. */
+static void text_signal(const struct bk_signal_info *sg)
+{
+	char nb[32];
+	const char *cname, *cwords;
+	fr_signal_code(sg->signo, sg->code, &cname, &cwords);
+	out_s(fr_signal_name(sg->signo, nb, sizeof(nb)));
+	out_s(" (");
+	out_s(strsignal(sg->signo));
+	out_s(", signal ");
+	out_u64((uint64_t)sg->signo);
+	out_s(")");
+	if (sg->signo == SIGABRT)
+		out_s(": an abort");
+	if (cname) {
+		out_s(sg->signo == SIGABRT ? " (" : ": ");
+		out_s(cname);
+		out_s(", ");
+		out_s(cwords);
+		if (sg->signo == SIGABRT)
+			out_s(")");
+	}
+	if (sg->has_addr) {
+		out_s(", at ");
+		out_addr(sg->addr);
+	}
+}
+
 static void text_stack(const struct fr_stack *s, size_t index)
 {
 	out_s(index ? "\nThread " : "Thread ");
 	out_u64((uint64_t)s->tid);
 	out_s(" (");
 	out_s(s->name);
-	out_s("):\n");
+	if (s->signal) {
+		out_s(") received ");
+		text_signal(s->signal);
+		out_s(":\n");
+	} else {
+		out_s("):\n");
+	}
 	if (s->no_regs) {
 		out_s("    (registers unavailable: ");
 		out_s(bk_strerror(s->no_regs));
@@ -241,6 +345,33 @@ static void json_stack(const struct fr_stack *s, size_t index)
 	if (err) {
 		out_s(", \"error\": ");
 		fr_json_str(bk_strerror(err));
+	}
+	if (s->signal) {
+		const struct bk_signal_info *sg = s->signal;
+		char nb[32];
+		const char *cname, *cwords;
+		fr_signal_code(sg->signo, sg->code, &cname, &cwords);
+		out_s(", \"signal\": {\"number\": ");
+		out_u64((uint64_t)sg->signo);
+		out_s(", \"name\": ");
+		fr_json_str(fr_signal_name(sg->signo, nb, sizeof(nb)));
+		out_s(", \"description\": ");
+		fr_json_str(strsignal(sg->signo));
+		out_s(", \"code\": ");
+		out_s(sg->code < 0 ? "-" : "");
+		out_u64((uint64_t)(sg->code < 0 ? -(int64_t)sg->code : sg->code));
+		if (cname) {
+			out_s(", \"code_name\": ");
+			fr_json_str(cname);
+			out_s(", \"code_description\": ");
+			fr_json_str(cwords);
+		}
+		if (sg->has_addr) {
+			out_s(", \"address\": \"");
+			out_addr(sg->addr);
+			out_c('"');
+		}
+		out_s(sg->signo == SIGABRT ? ", \"abort\": true}" : "}");
 	}
 	out_s("}");
 }

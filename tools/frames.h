@@ -42,7 +42,16 @@ struct fr_stack {
 	int no_regs;                  /* BK_E_*: the thread's registers were unknown, else 0 */
 	bool began;                   /* the walk began (else ERROR says why not) */
 	int error;                    /* BK_E_*: the walk ended on this error, else 0 */
+	/* The signal this thread received and that ended the process (a
+	 * core's, run's), or NULL: printed with the thread, which comes first. */
+	const struct bk_signal_info *signal;
 };
+
+/* SIGNO's name ("SIGSEGV"; "signal N" when it has none) and CODE (si_code)
+ * in words: its name and what it means ("SEGV_MAPERR", "address not mapped
+ * to object"); NULL, NULL when unknown. */
+const char *fr_signal_name(int signo, char *buf, size_t len);
+void fr_signal_code(int signo, int code, const char **name, const char **words);
 
 /* A format: called as begin, stack for each stack, end. */
 struct fr_printer {

@@ -90,6 +90,19 @@ static void dump_all(int pid, int culprit, int sig, const struct cli_stack_opts 
 	fflush(stdout);
 	fprintf(stderr, "backstep: %d: %s (signal %d) in thread %d; stacks:\n", pid,
 		strsignal(sig), sig, culprit);
+	/* The signal as the kernel is about to deliver it: what, and where. */
+	siginfo_t si;
+	struct bk_signal_info info = { .signo = sig, .tid = culprit };
+	if (ptrace(PTRACE_GETSIGINFO, culprit, NULL, &si) == 0) {
+		info.code = si.si_code;
+		info.err = si.si_errno;
+		info.has_addr = si.si_code > 0 && (sig == SIGSEGV || sig == SIGBUS ||
+						   sig == SIGILL || sig == SIGFPE);
+		info.addr = info.has_addr ? (uint64_t)(uintptr_t)si.si_addr : 0;
+	}
+	struct cli_stack_opts with = *o;
+	with.signal = &info;
+	o = &with;
 	struct bk_target *t;
 	int err = uw_target_adopt(pid, tids, ntids, &t);
 	if (err) {

@@ -222,10 +222,21 @@ int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
 	if (!o->no_symbols && !o->no_cache)
 		use_symbol_cache(space);
 
+	/* The thread that received the signal ending the process, first. */
+	struct bk_signal_info sig;
+	const struct bk_signal_info *sg = o->signal;
+	if (!sg && bk_target_signal(t, &sig) == 0)
+		sg = &sig;
+	size_t first = walked;
+	for (size_t i = 0; sg && sg->tid && i < walked; i++)
+		if (ws[i].info.tid == sg->tid)
+			first = i;
+
 	const struct fr_printer *pr = o->json ? &fr_json : &fr_text;
 	fr_set_arch(bk_space_arch(space));
 	pr->begin();
-	for (size_t i = 0; i < walked; i++) {
+	for (size_t k = 0; k < walked; k++) {
+		size_t i = first == walked ? k : k == 0 ? first : k <= first ? k - 1 : k;
 		const struct walk *w = &ws[i];
 		struct fr_frame *f = calloc(w->n ? w->n : 1, sizeof(*f));
 		struct bk_symbol *syms = calloc((w->n ? w->n : 1) * MAX_INLINE, sizeof(*syms));
@@ -239,7 +250,8 @@ int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
 		}
 		struct fr_stack st;
 		as_stack(space, w, o, f, syms, &st);
-		pr->stack(&st, i);
+		st.signal = i == first ? sg : NULL;
+		pr->stack(&st, k);
 		if (w->rc < 0)
 			status = 1;
 		free(f);

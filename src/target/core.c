@@ -35,6 +35,7 @@
  */
 #include <elf.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -502,9 +503,39 @@ static int add_thread(struct tgt *t, size_t *cap, const struct note *n)
 	return 0;
 }
 
+/* A signal that ends a process (by default): what a crash's core says.
+ * gcore's cores say the job-control stop the debugger made (SIGSTOP),
+ * which ended nothing. */
+static bool ending_signal(int signo)
+{
+	return signo > 0 && signo < 65 && signo != SIGSTOP && signo != SIGTSTP &&
+	       signo != SIGTTIN && signo != SIGTTOU && signo != SIGCONT && signo != SIGCHLD &&
+	       signo != SIGURG && signo != SIGWINCH;
+}
+
+/* NT_SIGINFO: the kernel's siginfo_t of the signal that dumped the core
+ * (si_signo, si_errno, si_code, then for faults si_addr at offset 16). */
+static void read_siginfo(struct tgt *t, const struct note *n)
+{
+	if (n->descsz < 24)
+		return;
+	int signo = (int)base_rd_le(n->desc, 4);
+	if (!ending_signal(signo))
+		return;
+	t->signal.signo = signo;
+	t->signal.err = (int32_t)base_rd_le(n->desc + 4, 4);
+	t->signal.code = (int32_t)base_rd_le(n->desc + 8, 4);
+	/* Faults raised by the CPU (si_code > 0) carry the address. */
+	t->signal.has_addr = t->signal.code > 0 && (signo == SIGSEGV || signo == SIGBUS ||
+						     signo == SIGILL || signo == SIGFPE);
+	if (t->signal.has_addr)
+		t->signal.addr = base_rd_le(n->desc + 16, 8);
+}
+
 static int read_notes(struct tgt *t, struct core_info *info)
 {
 	size_t cap = 0;
+	int first_cursig = 0;
 	for (size_t a = 0; a < info->nnote_areas; a++) {
 		const uint8_t *area = info->note_areas[a];
 		struct buf b = buf_make(area, info->note_lens[a]);
@@ -516,6 +547,9 @@ static int read_notes(struct tgt *t, struct core_info *info)
 			int err = 0;
 			switch (n.type) {
 			case NT_PRSTATUS:
+				/* pr_cursig: after pr_info's three ints. */
+				if (t->nthreads == 0 && n.descsz >= 14)
+					first_cursig = (int)base_rd_le(n.desc + 12, 2);
 				err = add_thread(t, &cap, &n);
 				break;
 			case NT_PRPSINFO:
@@ -541,8 +575,11 @@ static int read_notes(struct tgt *t, struct core_info *info)
 					info->file_note_len = n.descsz;
 				}
 				break;
+			case NT_SIGINFO:
+				read_siginfo(t, &n);
+				break;
 			default:
-				break; /* NT_FPREGSET, NT_SIGINFO, ...: nothing the unwinder tracks */
+				break; /* NT_FPREGSET, ...: nothing the unwinder tracks */
 			}
 			if (err)
 				return err;
@@ -552,6 +589,12 @@ static int read_notes(struct tgt *t, struct core_info *info)
 	}
 	if (t->nthreads == 0)
 		return BK_CORRUPT; /* no NT_PRSTATUS: nothing to walk */
+	/* The kernel writes the thread that took the signal first; without
+	 * NT_SIGINFO its pr_cursig still names the signal. */
+	if (!t->signal.signo && ending_signal(first_cursig))
+		t->signal.signo = first_cursig;
+	if (t->signal.signo)
+		t->signal.tid = t->threads[0].tid;
 	for (size_t i = 0; i < t->nthreads; i++)
 		memcpy(t->threads[i].name, info->fname, sizeof(t->threads[i].name));
 	return 0;

@@ -49,6 +49,7 @@ struct tgt {
 	struct tgt_mapping *maps;
 	size_t nmaps;
 	uint8_t *map_check;     /* per maps[] entry an enum tgt_file_check, or NULL */
+	struct bk_signal_info signal; /* a core's (signo 0: none) */
 	void *priv;
 };
 

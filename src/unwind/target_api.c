@@ -319,6 +319,16 @@ int bk_target_thread(const struct bk_target *bt, size_t i, struct bk_thread_info
 	return th->err;
 }
 
+int bk_target_signal(const struct bk_target *bt, struct bk_signal_info *out)
+{
+	if (!bt || !out)
+		return BK_E_INVAL;
+	if (!bt->tgt->signal.signo)
+		return BK_E_NOT_FOUND;
+	*out = bt->tgt->signal;
+	return 0;
+}
+
 size_t bk_target_nproblems(const struct bk_target *bt)
 {
 	return bt->nproblems;

@@ -328,6 +328,15 @@ def case_kernel(tmp):
     check(len(ours) == NTHREADS, f"{len(ours)} threads, want {NTHREADS}")
     through_lib(threads, "libcorefix.so")
     compare(ours, eu_stack_pcs(core, target), "kernel core")
+    # NT_SIGINFO: the abort, with the thread that took it, printed first.
+    sigs = [t.get("signal") for t in threads]
+    check(sigs and sigs[0] and sigs[0].get("name") == "SIGABRT" and
+          sigs[0].get("abort") is True and sigs[0].get("code_name") == "SI_TKILL" and
+          not any(sigs[1:]), f"kernel core: the signal, its thread first: {sigs}")
+    rc, out, _ = run_backstep(core, target)
+    check(rc == 0 and re.match(r"Thread \d+ \(.*\) received SIGABRT \(Aborted, signal 6\): "
+                               r"an abort \(SI_TKILL, sent by tkill or tgkill\):\n", out),
+          f"kernel core, text: {out[:200]!r}")
     # The kernel keeps only the ELF header page of a file mapping: with the
     # library replaced, its image cannot stand in (no tables read from
     # zeros); the walk goes on with frame pointers where it can.

@@ -879,6 +879,11 @@ def case_run(args, case, tmp):
         check(len(threads) == 2, f"{len(threads)} threads printed, want 2")
         check(culprit == pid and threads and threads[0][0] == pid,
               f"the culprit {culprit} is the main thread {pid}, printed first")
+        # The crash context, with the thread that received it (alone).
+        sig = [t.get("signal") for t in json.loads(out)]
+        check(sig and sig[0] and sig[0].get("name") == "SIGSEGV" and
+              sig[0].get("code_name") == "SEGV_MAPERR" and sig[0].get("address") == "0x0" and
+              not any(sig[1:]), f"the signal: {sig}")
         for tid, tname, frames, error in threads:
             check(error is None, f"thread {tid}: walk ended with {error!r}: {fmt(frames)}")
             names = frames_in(frames, exe)
@@ -892,10 +897,13 @@ def case_run(args, case, tmp):
                       f"idle thread {tname!r}: {names}")
         # The text form: the same threads, one header each.
         rc, out, err = run_backstep_run(args, ["--", exe])
-        heads = re.findall(r"^Thread (\d+) \((.*)\):$", out, re.M)
+        heads = re.findall(r"^Thread (\d+) \((.*)\)(?: received .*)?:$", out, re.M)
         fatal_line(err, 11, "Segmentation fault")
         check(rc == 139 and len(heads) == 2 and re.search(r"^#0 .* in crash_here\+", out, re.M),
               f"text form: exit {rc}, threads {heads}, frame #0 not crash_here: {out[:600]!r}")
+        check(re.match(r"Thread \d+ \(.*\) received SIGSEGV \(Segmentation fault, signal 11\): "
+                       r"SEGV_MAPERR, address not mapped to object, at 0x0:\n", out),
+              f"text form: the first thread's header names the signal: {out[:300]!r}")
     elif case == "abort":
         rc, out, err = run_backstep_run(args, ["--json", "--", exe])
         check(rc == 128 + 6, f"exit {rc}, want 134")
@@ -905,6 +913,12 @@ def case_run(args, case, tmp):
         by_tid = {t[0]: t for t in threads}
         check(culprit in by_tid and culprit != pid and by_tid[culprit][1] == "aborter",
               f"culprit {culprit} is the thread named aborter, not the main thread {pid}")
+        docs = json.loads(out)
+        sig = docs[0].get("signal") if docs else None
+        check(threads and threads[0][0] == culprit and sig and sig.get("name") == "SIGABRT" and
+              sig.get("abort") is True and sig.get("code_name") == "SI_TKILL" and
+              "address" not in sig and not any(d.get("signal") for d in docs[1:]),
+              f"the aborting thread first, with the signal: {sig}")
         check(sorted(t[1] for t in threads) ==
               sorted(["idle", "aborter", os.path.basename(exe)[:15]]),
               f"thread names {[t[1] for t in threads]}")
