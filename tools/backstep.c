@@ -45,6 +45,8 @@ void cli_file_error(const char *path, int err)
 			cli_error(path, "%s", strerror(errno));
 		else if (S_ISDIR(st.st_mode))
 			cli_error(path, "is a directory");
+		else if (!S_ISREG(st.st_mode))
+			cli_error(path, "not a regular file");
 		else {
 			int fd = open(path, O_RDONLY);
 			if (fd < 0) {

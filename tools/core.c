@@ -13,7 +13,7 @@
 #include "cli.h"
 #include "out.h"
 
-#define USAGE "usage: backstep core [-r|--regs] [-n|--no-symbols] [--no-cache] [--no-debuginfod] [--json] CORE [EXE]"
+#define USAGE "backstep core [-r|--regs] [-n|--no-symbols] [--no-cache] [--no-debuginfod] [--json] CORE [EXE]"
 
 /* Is PATH an ELF file whose e_type is not ET_CORE? (To tell "not a core"
  * from "a core backstep does not read", both BK_E_UNSUPPORTED.) */
@@ -60,7 +60,7 @@ int cmd_core(int argc, char **argv)
 		return first == 0 ? 0 : 2;
 	optind = first;
 	if (optind >= argc || argc - optind > 2) {
-		cli_error("core", "name a core file (" USAGE ")");
+		cli_error("core", "name a core file (usage: " USAGE ")");
 		return 2;
 	}
 	const char *core = argv[optind];

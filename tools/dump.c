@@ -705,6 +705,7 @@ int cmd_dump(int argc, char **argv)
 		case 'h':
 			out_fmt("usage: backstep dump [--rows] [--json] [--pc ADDR] "
 			       "[--section eh|debug] [--debug-file] FILE...\n");
+			out_flush();
 			return 0;
 		default:
 			return 2;

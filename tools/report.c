@@ -86,6 +86,10 @@ int cmd_report(int argc, char **argv)
 	const char *path = argv[optind];
 	struct prof_reader *r;
 	int err = !strcmp(path, "-") ? prof_open_fd(0, &r) : prof_open_file(path, &r);
+	if (err == BK_E_IO) {
+		cli_file_error(path, err); /* missing, a directory, a FIFO, unreadable */
+		return 1;
+	}
 	if (err) {
 		cli_error(path, "%s", err == BK_E_CORRUPT ? "not a perf.data file (or a damaged one)"
 					: bk_strerror(err));

@@ -82,7 +82,9 @@ char *base_strdup(const char *s)
 
 int base_map_file(const char *path, const uint8_t **data, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO's open would wait for a writer; it is refused
+	 * below like any file that is not regular. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return BK_E_IO;
 	struct stat st;

@@ -759,15 +759,17 @@ int prof_open_file(const char *path, struct prof_reader **out)
 	if (!path || !out)
 		return BK_E_INVAL;
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A regular file only (a stream comes as a descriptor: prof_open_fd):
+	 * O_NONBLOCK so that a FIFO's open does not wait for a writer. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return BK_E_IO;
 	struct stat st;
-	if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return BK_E_IO;
 	}
-	int err = prof_open_fd_opts(fd, S_ISREG(st.st_mode), 0, out);
+	int err = prof_open_fd_opts(fd, true, 0, out);
 	if (err) {
 		close(fd);
 		return err;

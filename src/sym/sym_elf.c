@@ -16,6 +16,7 @@
  */
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gelf.h>
@@ -64,7 +65,12 @@ int sym_elf_open(const char *path, struct sym_elf *out)
 	out->fd = -1;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return BK_E_UNSUPPORTED;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: no waiting */
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
 	if (fd < 0)
 		return BK_E_IO;
 	/* Compressed sections are inflated into our own buffers

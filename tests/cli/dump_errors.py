@@ -63,6 +63,21 @@ try:
 
     expect_error(os.path.join(tmp, "missing"), "No such file or directory")
     expect_error(tmp, "is a directory")
+    # A FIFO (and a device) is refused at once, never waited on: dump, and
+    # core and report, which read files the same way.
+    fifo = os.path.join(tmp, "fifo")
+    os.mkfifo(fifo)
+    expect_error(fifo, "not a regular file")
+    expect_error("/dev/null", "not a regular file")
+    for cmd in (["core"], ["report"]):
+        p = subprocess.run([backstep, *cmd, fifo], capture_output=True, text=True, timeout=10)
+        check(p.returncode == 1 and p.stderr == f"backstep: {fifo}: not a regular file\n",
+              f"{cmd[0]} FIFO: exit {p.returncode}, {p.stderr!r}")
+    # --help: the usage on stdout, exit 0, for every subcommand.
+    for cmd in ("dump", "pid", "core", "run", "report", "record", "check"):
+        p = subprocess.run([backstep, cmd, "--help"], capture_output=True, text=True, timeout=10)
+        check(p.returncode == 0 and p.stdout.startswith(f"usage: backstep {cmd} ") and
+              "usage: usage" not in p.stdout, f"{cmd} --help: exit {p.returncode}, {p.stdout!r}")
     expect_error(variant("empty", b""), "not an ELF file")
     expect_error(variant("text", b"#!/bin/sh\necho hello\n"), "not an ELF file")
     for n in (4, 20, 63, 64, 200, len(data) // 2):
