@@ -122,7 +122,7 @@ PY
 # What is being unwound: threads and frames per thread, from backstep itself.
 "$backstep" pid --json "$pid" | python3 -c '
 import json, sys
-t = json.load(sys.stdin)
+t = [json.loads(l) for l in sys.stdin if l.strip()]
 n = [len(x["frames"]) for x in t]
 named = sum(1 for x in t for f in x["frames"] if f.get("function"))
 errors = sum(1 for x in t if "error" in x)

@@ -19,20 +19,48 @@ void fr_set_arch(enum bk_arch arch)
 	regs_arch = arch;
 }
 
+/* The length of the well-formed UTF-8 sequence at S (1-4), or 0 when its
+ * first byte does not begin one: a stray continuation byte, an overlong
+ * form, a surrogate, beyond U+10FFFF, or cut short. */
+static int utf8_len(const unsigned char *s)
+{
+	unsigned char c = s[0];
+	int n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+		: c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
+	    (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))
+		return 0;
+	return n;
+}
+
+/* A JSON string, valid UTF-8 whatever S holds: a byte that is not part of
+ * a well-formed sequence is written \uDCXX (XX the byte: the convention of
+ * Python's surrogateescape, so the bytes can be had back). */
 void fr_json_str(const char *s)
 {
 	out_c('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		unsigned char ch = *p;
+		int n = utf8_len(p);
 		if (ch == '"' || ch == '\\') {
 			out_c('\\');
 			out_c((char)ch);
 		} else if (ch < 0x20) {
 			out_s("\\u00");
 			out_x64(ch, 2);
+		} else if (n == 0) {
+			out_s("\\udc");
+			out_x64(ch, 2);
+			n = 1;
 		} else {
-			out_c((char)ch);
+			for (int i = 0; i < n; i++)
+				out_c((char)p[i]);
 		}
+		p += n ? n : 1;
 	}
 	out_c('"');
 }
@@ -267,12 +295,13 @@ static void text_end(void)
 
 const struct fr_printer fr_text = { "text", text_begin, text_stack, text_end };
 
-/* ---- json: an array of threads -------------------------------------------
+/* ---- json: JSON Lines, one thread per line ---------------------------------
  *
- *   [{"tid": N, "name": "...", "frames": [{"pc": "0x...", "how": "cfi",
+ *   {"tid": N, "name": "...", "frames": [{"pc": "0x...", "how": "cfi",
  *     "module": "...", "module_offset": "0x...", "function": "...",
  *     "offset": "0x...", "file": "...", "line": N, "inlined": [...]}, ...],
- *     "error": "..."}, ...]
+ *     "error": "...", "signal": {...}}
+ * (on one line each), the shape of report's --format json.
  * "inlined" lists the calls inlined at the PC, innermost first, each with
  * "inlined": true and its function, file and line. */
 
@@ -327,12 +356,12 @@ static void json_frame(const struct fr_frame *f, bool first)
 
 static void json_begin(void)
 {
-	out_s("[");
 }
 
 static void json_stack(const struct fr_stack *s, size_t index)
 {
-	out_s(index ? ",\n{\"tid\": " : "{\"tid\": ");
+	(void)index;
+	out_s("{\"tid\": ");
 	out_u64((uint64_t)s->tid);
 	out_s(", \"name\": ");
 	fr_json_str(s->name);
@@ -373,12 +402,11 @@ static void json_stack(const struct fr_stack *s, size_t index)
 		}
 		out_s(sg->signo == SIGABRT ? ", \"abort\": true}" : "}");
 	}
-	out_s("}");
+	out_s("}\n");
 }
 
 static void json_end(void)
 {
-	out_s("]\n");
 }
 
 const struct fr_printer fr_json = { "json", json_begin, json_stack, json_end };

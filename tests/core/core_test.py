@@ -129,6 +129,11 @@ def kernel_core_of(libpath, tmp):
 
 # ---- Reading stacks --------------------------------------------------------
 
+def json_lines(text):
+    """--json's output: one JSON object per line."""
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def backstep_pcs(core, exe, expect_warnings=()):
     """{tid: [pc, ...]} from backstep core --json; checks stderr holds exactly
     the expected warning lines."""
@@ -137,9 +142,9 @@ def backstep_pcs(core, exe, expect_warnings=()):
     check(err.splitlines() == [f"backstep: warning: {w}" for w in expect_warnings],
           f"stderr {err!r}, want warnings {list(expect_warnings)!r}")
     try:
-        threads = json.loads(out)
+        threads = json_lines(out)
     except ValueError:
-        check(False, f"backstep core --json: not JSON: {out[:2000]!r}")
+        check(False, f"backstep core --json: not JSON Lines: {out[:2000]!r}")
         return {}, []
     return {t["tid"]: [int(f["pc"], 16) for f in t["frames"]] for t in threads}, threads
 
@@ -250,7 +255,7 @@ def expect_stacks(path, n, exe, all_fail=False):
     rc, out, err = run_backstep("--json", path, exe)
     not_crashed(rc, err, f"cut at {n} --json")
     try:
-        check(len(json.loads(out)) == NTHREADS, f"cut at {n}: JSON thread count")
+        check(len(json_lines(out)) == NTHREADS, f"cut at {n}: JSON thread count")
     except ValueError:
         check(False, f"cut at {n}: --json output is not JSON: {out[:300]!r}")
 
@@ -307,7 +312,7 @@ def case_gcore(tmp):
     # Without EXE the core's own path names the executable: the same walk.
     rc, out, err = run_backstep("--json", core)
     check(rc == 0 and err == "" and
-          {t["tid"]: [int(f["pc"], 16) for f in t["frames"]] for t in json.loads(out)} == ours,
+          {t["tid"]: [int(f["pc"], 16) for f in t["frames"]] for t in json_lines(out)} == ours,
           f"without EXE: exit {rc}, stderr {err!r}")
     # The text form: one header per thread, one line per frame.
     rc, out, err = run_backstep("-r", core, target)

@@ -255,6 +255,11 @@ class Frame:
         return s
 
 
+def json_lines(text):
+    """--json's output: one JSON object per line."""
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def backstep_stacks(backstep, args, what, warnings=()):
     """{tid: (name, [Frame], error)} from `backstep ... --json`; stderr holds
     exactly the WARNINGS expected."""
@@ -264,9 +269,9 @@ def backstep_stacks(backstep, args, what, warnings=()):
           f"{what}: exit {p.returncode}, stderr {p.stderr.strip()[-2000:]!r}, "
           f"want warnings {list(warnings)}")
     try:
-        threads = json.loads(p.stdout)
+        threads = json_lines(p.stdout)
     except ValueError:
-        check(False, f"{what}: not JSON: {p.stdout[:2000]!r}")
+        check(False, f"{what}: not JSON Lines: {p.stdout[:2000]!r}")
         return {}
     out = {}
     for t in threads:
@@ -858,9 +863,9 @@ def fatal_line(err, sig, signame):
 
 def parse_run_json(out):
     try:
-        threads = json.loads(out)
+        threads = json_lines(out)
     except ValueError:
-        check(False, f"stdout is not JSON: {out[:2000]!r}")
+        check(False, f"stdout is not JSON Lines: {out[:2000]!r}")
         return []
     res = []
     for t in threads:
@@ -880,7 +885,7 @@ def case_run(args, case, tmp):
         check(culprit == pid and threads and threads[0][0] == pid,
               f"the culprit {culprit} is the main thread {pid}, printed first")
         # The crash context, with the thread that received it (alone).
-        sig = [t.get("signal") for t in json.loads(out)]
+        sig = [t.get("signal") for t in json_lines(out)]
         check(sig and sig[0] and sig[0].get("name") == "SIGSEGV" and
               sig[0].get("code_name") == "SEGV_MAPERR" and sig[0].get("address") == "0x0" and
               not any(sig[1:]), f"the signal: {sig}")
@@ -913,7 +918,7 @@ def case_run(args, case, tmp):
         by_tid = {t[0]: t for t in threads}
         check(culprit in by_tid and culprit != pid and by_tid[culprit][1] == "aborter",
               f"culprit {culprit} is the thread named aborter, not the main thread {pid}")
-        docs = json.loads(out)
+        docs = json_lines(out)
         sig = docs[0].get("signal") if docs else None
         check(threads and threads[0][0] == culprit and sig and sig.get("name") == "SIGABRT" and
               sig.get("abort") is True and sig.get("code_name") == "SI_TKILL" and
