@@ -23,6 +23,24 @@ void cli_error(const char *what, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+bool cli_parse_hex(const char *s, uint64_t *out)
+{
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	if (!*s || strlen(s) > 16)
+		return false;
+	uint64_t v = 0;
+	for (; *s; s++) {
+		int d = *s >= '0' && *s <= '9' ? *s - '0' : *s >= 'a' && *s <= 'f' ? *s - 'a' + 10
+			: *s >= 'A' && *s <= 'F' ? *s - 'A' + 10 : -1;
+		if (d < 0)
+			return false;
+		v = v << 4 | (uint64_t)d;
+	}
+	*out = v;
+	return true;
+}
+
 bool cli_parse_u64(const char *s, uint64_t *out)
 {
 	if (!s || !*s || *s == '-')

@@ -13,6 +13,8 @@ void cli_error(const char *what, const char *fmt, ...) __attribute__((format(pri
 void cli_file_error(const char *path, int err);
 /* Parse an address ("0x1234", "1234" decimal, "0x" optional with --hex). */
 bool cli_parse_u64(const char *s, uint64_t *out);
+/* An address in hexadecimal, "0x" optional (nm-style "1149" is 0x1149). */
+bool cli_parse_hex(const char *s, uint64_t *out);
 
 int cmd_dump(int argc, char **argv);
 int cmd_pid(int argc, char **argv);

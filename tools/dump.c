@@ -686,7 +686,9 @@ int cmd_dump(int argc, char **argv)
 		case 'j': opts.json = true; break;
 		case 'd': opts.debug_file = true; break;
 		case 'p':
-			if (!cli_parse_u64(optarg, &opts.pc)) {
+			/* Hexadecimal, with or without 0x: addresses as nm,
+			 * objdump and readelf print them. */
+			if (!cli_parse_hex(optarg, &opts.pc)) {
 				cli_error("--pc", "'%s' is not an address", optarg);
 				return 2;
 			}

@@ -36,6 +36,17 @@ int cmd_pid(int argc, char **argv)
 		cli_error(arg, "not a process id");
 		return 2;
 	}
+	/* Cases ptrace's refusal would hide behind "cannot attach". */
+	if (pid == getpid()) {
+		cli_error(arg, "that is backstep itself: a process cannot stop its own threads to "
+			       "walk them");
+		return 2;
+	}
+	if (kill((pid_t)pid, 0) == 0 && cli_process_gone((int)pid)) {
+		cli_error(arg, "a zombie: it has exited (its parent has not reaped it), no threads "
+			       "are left to walk");
+		return 1;
+	}
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));

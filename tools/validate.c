@@ -504,6 +504,11 @@ int cmd_validate(int argc, char **argv)
 			  o.from ? o.from : "the entry point");
 		if (!status)
 			status = 2;
+	} else if (o.nonly && res.stats.insns_checked == 0 && !res.interrupted) {
+		cli_error("--only", "nothing named %s%s ran: no instruction was checked", only[0],
+			  o.nonly > 1 ? " (or the other names)" : "");
+		if (!status)
+			status = 2;
 	}
 	free(order);
 	val_result_free(&res);

@@ -123,6 +123,7 @@ struct pt {
 	struct bk_target_ops inner_ops; /* the space's own memory reads */
 	void *inner_ctx;
 	char exe[64];
+	char prog[256];          /* argv[0], for the error when it cannot run */
 	char error[256];
 };
 
@@ -679,7 +680,7 @@ static void on_program_exit(struct pt *p, int st, struct val_event *ev)
 	ev->program = true;
 	ev->status = st;
 	if (!p->exec_seen && read(p->errfd, &e, sizeof(e)) == (ssize_t)sizeof(e)) {
-		snprintf(p->error, sizeof(p->error), "cannot run the program: %s", strerror(e));
+		snprintf(p->error, sizeof(p->error), "%.200s: cannot run: %s", p->prog, strerror(e));
 		ev->error = p->error;
 	}
 }
@@ -874,6 +875,7 @@ static int pt_start(char *const *argv, const struct val_driver_opts *opts,
 	p->base.ops = &val_ptrace_driver;
 	p->run_free = opts->run_free;
 	p->memfd = p->errfd = -1;
+	snprintf(p->prog, sizeof(p->prog), "%s", argv[0]);
 	p->pid = spawn(argv, p->run_free, &p->errfd);
 	if (p->pid < 0) {
 		snprintf(why, whylen, "cannot trace %s: %s", argv[0], strerror(errno));

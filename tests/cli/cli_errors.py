@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Rough edges of the command line, each a case a user met:
+
+  cli_errors.py BACKSTEP
+
+  pid of backstep itself     one line saying so, exit 2 (not "cannot attach")
+  pid of a zombie            one line saying so, exit 1
+  dump --pc 1149             hexadecimal as nm prints it: as --pc 0x1149
+  validate --only NOSUCH     an error (exit 2), not 0 instructions and exit 0
+  validate -- /nonexistent   the message names the program
+"""
+import os
+import subprocess
+import sys
+import time
+
+backstep = sys.argv[1]
+fails = 0
+
+
+def check(cond, what):
+    global fails
+    if not cond:
+        fails += 1
+        print("FAIL: " + what)
+
+
+def run(*args, **kw):
+    return subprocess.run([backstep, *args], capture_output=True, text=True, timeout=60, **kw)
+
+
+# pid of itself: exec'd by a shell whose $$ it inherits.
+p = subprocess.run(["sh", "-c", 'exec "$0" pid "$$"', backstep], capture_output=True, text=True,
+                   timeout=60)
+check(p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "backstep itself" in p.stderr,
+      "pid of itself: exit %d, %r" % (p.returncode, p.stderr))
+
+# pid of a zombie: a child that exited, not reaped yet.
+z = os.fork()
+if z == 0:
+    os._exit(0)
+time.sleep(0.3)
+p = run("pid", str(z))
+os.waitpid(z, 0)
+check(p.returncode == 1 and p.stderr == "backstep: %d: a zombie: it has exited (its parent has "
+      "not reaped it), no threads are left to walk\n" % z,
+      "pid of a zombie: exit %d, %r" % (p.returncode, p.stderr))
+
+# dump --pc: hexadecimal with or without 0x.
+a, b = run("dump", "--pc", "1149", sys.executable), run("dump", "--pc", "0x1149", sys.executable)
+check(a.returncode == b.returncode and a.stdout == b.stdout and a.stderr == b.stderr and
+      (a.stdout or a.stderr), "dump --pc 1149 and 0x1149 differ: %r / %r" % (a.stderr, b.stderr))
+p = run("dump", "--pc", "12g4", sys.executable)
+check(p.returncode == 2 and "not an address" in p.stderr, "dump --pc 12g4: %r" % p.stderr)
+
+# validate: a name that matches nothing, a program that is not there.
+p = run("validate", "--only", "no_such_function_anywhere", "--", "/bin/true")
+check(p.returncode == 2 and "backstep: --only: nothing named no_such_function_anywhere ran" in
+      p.stderr, "validate --only NOSUCH: exit %d, %r" % (p.returncode, p.stderr))
+p = run("validate", "--", "/nonexistent/prog")
+check(p.returncode == 2 and "/nonexistent/prog: cannot run: No such file or directory" in
+      p.stderr, "validate -- /nonexistent: exit %d, %r" % (p.returncode, p.stderr))
+
+print("cli errors: %d failed" % fails)
+sys.exit(1 if fails else 0)
