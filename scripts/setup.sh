@@ -10,7 +10,17 @@ packages=(
 	libelf-dev libdwarf-dev libiberty-dev zlib1g-dev libdeflate-dev libzstd-dev liblzma-dev libdebuginfod-dev libcapstone-dev
 	elfutils debuginfod binutils dwz python3 libunwind8 valgrind linux-perf chromium
 	gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross
+	# The AArch64 build (cross/aarch64-linux-gnu.ini), tested under qemu-user:
+	# the libraries libbackstep links (and Capstone, which the CLI loads for
+	# check --stack), as Debian's arm64 multiarch packages
+	# (libc6:arm64, which the tests run with, comes with them).
+	g++-aarch64-linux-gnu qemu-user
+	libelf-dev:arm64 libdwarf-dev:arm64 libiberty-dev:arm64 zlib1g-dev:arm64
+	libdeflate-dev:arm64 libzstd-dev:arm64 liblzma-dev:arm64 libcapstone-dev:arm64
 )
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	dpkg --add-architecture arm64 # (the next apt-get update fetches its lists)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

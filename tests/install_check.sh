@@ -2,10 +2,15 @@
 # The installed library as a user gets it: install into a scratch prefix,
 # check that the shared library exports only bk_* names, then build the
 # README's example against the installed header and library with pkg-config
-# (shared and static) and run it.
-#   install_check.sh BUILD_DIR SOURCE_DIR DEMO_EXE
+# (shared and static) and run it at the first instruction of the demo's
+# main, where its first line must be CFA_LINE. A cross build gives its
+# compiler as CC, its pkg-config directories as PKG_CONFIG_LIBDIR and the
+# command that runs its programs as EXE_WRAPPER.
+#   install_check.sh BUILD_DIR SOURCE_DIR DEMO_EXE CFA_LINE
 set -eu
-build=$1 src=$2 demo=$3
+build=$1 src=$2 demo=$3 cfa=$4
+cc=${CC:-cc}
+run() { ${EXE_WRAPPER:-} "$@"; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 meson install -C "$build" --destdir "$tmp/root" --no-rebuild >/dev/null
@@ -16,11 +21,11 @@ others=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^bk_' || true)
 [ -z "$others" ] || { echo "exported beyond bk_*: $others"; exit 1; }
 echo "exports: $(nm -D --defined-only "$so" | wc -l) symbols, all bk_*"
 export PKG_CONFIG_PATH="$pc" PKG_CONFIG_SYSROOT_DIR="$tmp/root"
-cc -o "$tmp/row_at" "$src/examples/row_at.c" $(pkg-config --cflags --libs backstep) \
+$cc -o "$tmp/row_at" "$src/examples/row_at.c" $(pkg-config --cflags --libs backstep) \
 	-Wl,-rpath,"$(dirname "$so")"
-cc -o "$tmp/row_at_static" "$src/examples/row_at.c" $(pkg-config --cflags backstep) \
+$cc -o "$tmp/row_at_static" "$src/examples/row_at.c" $(pkg-config --cflags backstep) \
 	"$(dirname "$so")/libbackstep.a" $(pkg-config --libs-only-l --static backstep | sed 's/-lbackstep//')
 addr=$(nm "$demo" | awk '$3 == "main" { print "0x" $1 }')
-"$tmp/row_at" "$demo" "$addr" | grep -qx 'CFA = rsp+8'
-"$tmp/row_at_static" "$demo" "$addr" | grep -qx 'CFA = rsp+8'
+run "$tmp/row_at" "$demo" "$addr" | grep -qxF "$cfa"
+run "$tmp/row_at_static" "$demo" "$addr" | grep -qxF "$cfa"
 echo "installed header, shared and static library work through pkg-config"

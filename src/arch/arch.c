@@ -33,7 +33,9 @@ static const char *const aarch64_names[] = {
 	"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7",
 	"p8", "p9", "p10", "p11", "p12", "p13", "p14", "p15",
 	"v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7",
-	"v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15",
+	/* v8-v15: only their low halves d8-d15 are callee-saved (AAPCS64
+	 * §6.1.2), and those are what unwinding recovers and reports. */
+	"d8", "d9", "d10", "d11", "d12", "d13", "d14", "d15",
 	"v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23",
 	"v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31",
 	"z0", "z1", "z2", "z3", "z4", "z5", "z6", "z7",
@@ -125,9 +127,51 @@ const struct arch_info arch_table[ARCH_COUNT] = {
 				 { 22, 176 }, { 23, 184 }, { 24, 192 }, { 25, 200 }, { 26, 208 },
 				 { 27, 216 }, { 28, 224 }, { 29, 232 }, { 30, 240 }, { 31, 248 },
 				 { 32, 256 } },
+			/* uc_mcontext.__reserved follows pstate, 16-byte aligned
+			 * (176 + 288); the fpsimd_context record (FPSIMD_MAGIC):
+			 * head (8), fpsr, fpcr, then vregs[32] of 16 bytes each
+			 * from 16, d8 the low half of v8 (little-endian). */
+			.rec_off = 176 + 288,
+			.rec_len = 4096,
+			.fp_magic = 0x46508001,
+			.fp_off = 16 + 8 * 16,
+			.fp_regno = 72,
+			.fp_stride = 16,
+			.fp_count = 8,
 		},
 	},
 };
+
+unsigned arch_sigframe_fp(const struct arch_info *a, uint64_t uc, const struct base_mem *mem,
+			  uint64_t vals[ARCH_SIGFRAME_FP])
+{
+	const struct arch_sigframe *sf = &a->sigframe;
+	uint64_t recs = uc + sf->rec_off;
+	uint32_t need = sf->fp_off + (uint32_t)sf->fp_stride * (sf->fp_count - 1u) + 8;
+	if (!sf->rec_len || !sf->fp_count || sf->fp_count > ARCH_SIGFRAME_FP)
+		return 0;
+	for (uint32_t off = 0; off + 8 <= sf->rec_len;) {
+		uint8_t head[8];
+		if (base_mem_read(mem, recs + off, head, sizeof(head)) != 0)
+			return 0;
+		uint32_t magic = (uint32_t)base_rd_le(head, 4), size = (uint32_t)base_rd_le(head + 4, 4);
+		if (magic == 0 || size < 16 || size % 16 || size > sf->rec_len - off)
+			return 0; /* the end of the records, or a malformed one */
+		if (magic == sf->fp_magic) {
+			if (size < need)
+				return 0;
+			for (unsigned i = 0; i < sf->fp_count; i++) {
+				uint8_t v[8];
+				if (base_mem_read(mem, recs + off + sf->fp_off + sf->fp_stride * i, v, 8))
+					return 0;
+				vals[i] = base_rd_le(v, 8);
+			}
+			return sf->fp_count;
+		}
+		off += size;
+	}
+	return 0;
+}
 
 const struct arch_info *arch_get(enum bk_arch arch)
 {

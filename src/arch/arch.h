@@ -32,7 +32,20 @@ struct arch_sigframe {
 		uint16_t regno; /* DWARF number */
 		uint16_t off;   /* from the saved-register area */
 	} reg[40];
+	/* Floating-point registers kept in a tagged record after the general
+	 * ones (AArch64: uc_mcontext.__reserved holds {magic, size} records,
+	 * struct _aarch64_ctx, ended by a zero one; the fpsimd_context record
+	 * holds v0..v31). Records start at ucontext + rec_off and lie within
+	 * rec_len bytes (0: none); the one whose magic is fp_magic holds DWARF
+	 * register fp_regno + i in the low 8 bytes at fp_off + fp_stride * i,
+	 * for i < fp_count. */
+	uint16_t rec_off, rec_len;
+	uint32_t fp_magic;
+	uint16_t fp_off, fp_regno;
+	uint8_t fp_stride, fp_count;
 };
+/* At most this many registers come from a floating-point record. */
+#define ARCH_SIGFRAME_FP 8
 
 struct arch_info {
 	enum bk_arch arch;
@@ -80,6 +93,15 @@ static inline unsigned arch_slot(const struct arch_info *a, unsigned regno)
 			return i;
 	return ARCH_NO_SLOT;
 }
+
+/* The floating-point registers of the signal frame whose ucontext is at
+ * UC, read through MEM: VALS[i] is DWARF register sigframe.fp_regno + i.
+ * Returns how many (sigframe.fp_count), or 0 when the architecture keeps
+ * none, no record holds them or one cannot be read: the records are
+ * walked by their sizes, each at least 16 and a multiple of 16, none past
+ * rec_len (so at most rec_len / 16 of them). AS-safe. */
+BK_HIDDEN unsigned arch_sigframe_fp(const struct arch_info *a, uint64_t uc,
+				    const struct base_mem *mem, uint64_t vals[ARCH_SIGFRAME_FP]);
 
 static inline bool arch_is_callee_saved(const struct arch_info *a, unsigned regno)
 {

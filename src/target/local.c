@@ -6,7 +6,9 @@
  * the stack's bounds are found once per thread from /proc/self/maps with raw
  * open/read (AS-safe) and kept in initial-exec TLS (no allocation, even in
  * a shared library). Any other address goes through process_vm_readv on
- * ourselves, which reports an unmapped address instead of faulting.
+ * ourselves, which reports an unmapped address instead of faulting; where
+ * that system call is refused (qemu-user has none, a seccomp filter may
+ * forbid it), through a pipe, which fails the same way (pipe_read).
  *
  * Modules: _dl_find_object (glibc 2.35+), lock-free and AS-safe, gives the
  * mapping of an address and its PT_GNU_EH_FRAME; the program headers fill
@@ -16,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stdatomic.h>
 #include <sys/auxv.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -113,6 +116,38 @@ static BK_NO_ASAN void copy_stack(void *dst, uint64_t addr, size_t len)
 		d[i] = p[i];
 }
 
+/* LEN bytes at ADDR copied through a pipe of our own: write(2) reads our
+ * memory in the kernel and fails with EFAULT at an unreadable page instead
+ * of faulting, read(2) gives the bytes back. A new pipe per call keeps
+ * concurrent readers (threads, a signal handler interrupting one) apart:
+ * five system calls, paid only where process_vm_readv is refused and only
+ * off the thread's stack. At most PIPE_BUF (4096) bytes per write, so a
+ * write never blocks on a full pipe. */
+static int pipe_read(uint64_t addr, void *dst, size_t len)
+{
+	if (len > UINT64_MAX - addr)
+		return BK_E_MEMORY;
+	int fd[2];
+	if (pipe2(fd, O_CLOEXEC | O_NONBLOCK) != 0)
+		return BK_E_MEMORY;
+	int rc = 0;
+	uint8_t *d = dst;
+	for (size_t done = 0; done < len && rc == 0;) {
+		size_t n = len - done < 4096 ? len - done : 4096;
+		ssize_t w = write(fd[1], (const void *)(uintptr_t)(addr + done), n);
+		if (w <= 0 || read(fd[0], d + done, (size_t)w) != w)
+			rc = BK_E_MEMORY;
+		else
+			done += (size_t)w;
+	}
+	close(fd[0]);
+	close(fd[1]);
+	return rc;
+}
+
+/* Set once process_vm_readv on ourselves was refused (ENOSYS, EPERM). */
+static _Atomic bool vm_readv_refused;
+
 int tgt_local_read(void *ctx, uint64_t addr, void *dst, size_t len)
 {
 	(void)ctx;
@@ -125,11 +160,21 @@ int tgt_local_read(void *ctx, uint64_t addr, void *dst, size_t len)
 		}
 		return 0;
 	}
-	int saved = errno;
-	struct iovec local = { dst, len }, remote = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+	int saved = errno, rc;
+	if (atomic_load_explicit(&vm_readv_refused, memory_order_relaxed)) {
+		rc = pipe_read(addr, dst, len);
+	} else {
+		struct iovec local = { dst, len }, remote = { (void *)(uintptr_t)addr, len };
+		ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
+			atomic_store_explicit(&vm_readv_refused, true, memory_order_relaxed);
+			rc = pipe_read(addr, dst, len);
+		} else {
+			rc = n == (ssize_t)len ? 0 : BK_E_MEMORY;
+		}
+	}
 	errno = saved;
-	return n == (ssize_t)len ? 0 : BK_E_MEMORY;
+	return rc;
 }
 
 int tgt_local_find_object(uint64_t addr, struct tgt_local_object *out)
@@ -168,6 +213,7 @@ size_t tgt_local_permanent(uint64_t *addr, size_t max)
 	/* Objects of this process that are never unloaded: the program, the
 	 * dynamic linker, the vDSO (from the auxiliary vector, a static copy:
 	 * AS-safe), the C library and this library (our own code). */
+	int saved = errno; /* getauxval sets it when an entry is missing (no vDSO) */
 	uint64_t cand[5] = {
 		getauxval(AT_PHDR),
 		getauxval(AT_BASE),
@@ -175,6 +221,7 @@ size_t tgt_local_permanent(uint64_t *addr, size_t max)
 		(uint64_t)(uintptr_t)&getpid,
 		(uint64_t)(uintptr_t)&tgt_local_permanent,
 	};
+	errno = saved;
 	size_t n = 0;
 	for (size_t i = 0; i < 5 && n < max; i++)
 		if (cand[i])

@@ -124,6 +124,19 @@ static inline BK_NO_ASAN uint64_t tgt_local_stack_word(uint64_t addr)
 /* Read our own memory without faulting: 0 or BK_E_MEMORY. */
 BK_HIDDEN int tgt_local_read(void *ctx, uint64_t addr, void *dst, size_t len);
 
+/* One assembly file per host architecture (local_<cpu family>.S). */
+/* The caller's registers as they are right after this call returns, into
+ * OUT[slot] for the host's slots (arch.h): every callee-saved register,
+ * the SP (the caller's, after the return) and the PC (the return
+ * address); on AArch64 also x30, which still holds that return address.
+ * The other slots are written or not and mean nothing. Touches no memory
+ * but OUT: AS-safe. */
+BK_HIDDEN void tgt_local_capture(uint64_t out[ARCH_MAX_SLOTS]);
+/* RA without pointer-authentication bits, as this process's CPU signs
+ * them: AArch64 xpaclri (a hint: a no-op where the CPU has no PAuth);
+ * unchanged on x86-64. AS-safe. */
+BK_HIDDEN uint64_t tgt_local_strip_pac(uint64_t ra);
+
 /* Up to MAX addresses, each inside an object of this process that is never
  * unloaded (the program, the dynamic linker, the vDSO, the C library, this
  * library); returns how many. AS-safe. */

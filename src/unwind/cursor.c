@@ -264,6 +264,18 @@ static int step_signal(struct uw_cursor *c)
 			return err;
 		valid |= SLOT_BIT(slot);
 	}
+	/* AArch64's d8-d15 from the fpsimd record (those not found are not
+	 * recovered, as a ucontext without the record has none). */
+	uint64_t fp[ARCH_SIGFRAME_FP];
+	struct base_mem mem = { s->ops.read_mem, s->ctx };
+	unsigned nfp = arch_sigframe_fp(a, sp + sf->ucontext_off, &mem, fp);
+	for (unsigned i = 0; i < nfp; i++) {
+		unsigned slot = arch_slot(a, sf->fp_regno + i);
+		if (slot != ARCH_NO_SLOT) {
+			regs[slot] = fp[i];
+			valid |= SLOT_BIT(slot);
+		}
+	}
 	c->cfa = sp;
 	memcpy(c->regs, regs, sizeof(regs));
 	c->valid = valid;
@@ -456,10 +468,14 @@ static int apply_full_row(struct uw_cursor *c, const struct cfi_section *sec,
 	return 0;
 }
 
-/* Strip AArch64 pointer authentication from a signed return address: user
+/* Strip AArch64 pointer authentication from a signed return address: in
+ * this process as its own CPU does (tgt_local_strip_pac: xpaclri, which
+ * knows the address size and is a no-op without PAuth); elsewhere user
  * space addresses have their top 16 bits clear (48-bit VA). */
-static uint64_t strip_pac(uint64_t ra)
+uint64_t uw_strip_pac(const struct bk_space *s, uint64_t ra)
 {
+	if (s->local)
+		return tgt_local_strip_pac(ra);
 	return ra & 0x0000ffffffffffffull;
 }
 
@@ -547,7 +563,7 @@ static int step_fast(struct uw_cursor *c, const struct uw_crow *r)
 		valid |= SLOT_BIT(sps);
 		lazy &= ~SLOT_BIT(sps);
 	}
-	c->regs[pcs] = r->ra_signed ? strip_pac(ra) : ra;
+	c->regs[pcs] = r->ra_signed ? uw_strip_pac(s, ra) : ra;
 	valid |= SLOT_BIT(pcs);
 	lazy &= ~SLOT_BIT(pcs);
 	c->valid = valid;
@@ -593,7 +609,7 @@ static int step_cfi(struct uw_cursor *c, const struct uw_crow *crow, const struc
 	else
 		return 0; /* no return address: the outermost frame */
 	if (crow->ra_signed)
-		ra = strip_pac(ra);
+		ra = uw_strip_pac(c->space, ra);
 	unsigned pcs = pc_slot(a);
 	regs[pcs] = ra;
 	valid |= SLOT_BIT(pcs);
@@ -708,7 +724,7 @@ static int finish_fallback(struct uw_cursor *c, uint64_t cfa, uint64_t ra, bool 
 		lazy &= ~SLOT_BIT(fps);
 	}
 	c->regs[sps] = cfa;
-	c->regs[pcs] = a->arch == BK_ARCH_AARCH64 ? strip_pac(ra) : ra;
+	c->regs[pcs] = a->arch == BK_ARCH_AARCH64 ? uw_strip_pac(c->space, ra) : ra;
 	valid |= SLOT_BIT(sps) | SLOT_BIT(pcs);
 	lazy &= ~(SLOT_BIT(sps) | SLOT_BIT(pcs));
 	c->valid = valid;
@@ -721,11 +737,144 @@ static int finish_fallback(struct uw_cursor *c, uint64_t cfa, uint64_t ra, bool 
 
 #define SCAN_WORDS 64
 
+/* AArch64 instructions that leave SP and x30 alone, met between a
+ * function's entry and a PC where its return address is still in x30:
+ * HINT (nop, bti, paciasp/pacibsp, autia1716: pointer authentication
+ * changes x30's PAC bits only, which are stripped), and a PLT stub's
+ * adrp x16, ldr x17, [x16, #n], add x16, x16, #n. */
+static bool a64_keeps_lr(uint32_t insn)
+{
+	return (insn & 0xfffff01fu) == 0xd503201fu || /* HINT #n */
+	       (insn & 0x9f00001fu) == 0x90000010u || /* adrp x16, ... */
+	       (insn & 0xffc003ffu) == 0xf9400211u || /* ldr x17, [x16, #n] */
+	       (insn & 0xff8003ffu) == 0x91000210u;   /* add x16, x16, #n */
+}
+
+#define A64_ENTRY_INSNS 16
+
+/* The target of an AArch64 `blr Xn` ending right before RA, if Xn is
+ * known in the current frame (an interrupted one: every general register
+ * is) and is not x30, which the call itself overwrote. Checked further by
+ * the caller: the code from there to the PC must keep x30. */
+static bool blr_target(const struct uw_cursor *c, uint64_t ra, uint64_t *target)
+{
+	struct bk_space *s = c->space;
+	uint32_t insn;
+	if (ra < 4 || s->ops.read_mem(s->ctx, ra - 4, &insn, 4) != 0 ||
+	    (insn & 0xfffffc1fu) != 0xd63f0000u)
+		return false;
+	unsigned rn = (insn >> 5) & 31, slot = arch_slot(s->arch, rn);
+	if (rn == 30 || slot == ARCH_NO_SLOT || !(c->valid & SLOT_BIT(slot)) ||
+	    (c->lazy & SLOT_BIT(slot)))
+		return false;
+	*target = c->regs[slot];
+	return true;
+}
+
+/* PC is inside an AArch64 PLT stub, binutils' forms: [bti c] adrp x16, P;
+ * ldr x17, [x16, #o]; add x16, x16, #o; [autia1716 | autib1716]; br x17
+ * (BTI and PAC variants). Nothing there touches SP or x30: the return
+ * address is in x30. The lazy-binding header PLT0 stores x16 and x30 with
+ * `stp x16, x30, [sp, #-16]!` first: *PUSHED when PC is past that store
+ * (then it is at SP + 8 and the CFA SP + 16). */
+static bool a64_in_plt(struct bk_space *s, uint64_t pc, bool *pushed)
+{
+	uint8_t b[4 * 12]; /* 6 instructions before PC, PC and 5 after */
+	if (pc < 24 || s->ops.read_mem(s->ctx, pc - 24, b, sizeof(b)) != 0)
+		return false;
+	uint32_t w[12];
+	for (unsigned i = 0; i < 12; i++)
+		w[i] = (uint32_t)base_rd_le(b + 4 * i, 4);
+	int br = -1;
+	for (int i = 6; i < 12 && br < 0; i++)
+		if (w[i] == 0xd61f0220u) /* br x17 */
+			br = i;
+	if (br < 0)
+		return false;
+	int i = br - 1;
+	if (w[i] == 0xd503219fu || w[i] == 0xd50321dfu) /* autia1716, autib1716 */
+		i--;
+	if ((w[i] & 0xff8003ffu) != 0x91000210u || (w[i - 1] & 0xffc003ffu) != 0xf9400211u ||
+	    (w[i - 2] & 0x9f00001fu) != 0x90000010u)
+		return false;
+	int first = i - 2;
+	if (w[first - 1] == 0xd503245fu) /* bti c */
+		first--;
+	*pushed = false;
+	if (w[first - 1] == 0xa9bf7bf0u) { /* stp x16, x30, [sp, #-16]! */
+		first--;
+		*pushed = 6 > first;
+	}
+	return 6 >= first;
+}
+
+/* AArch64, a frame interrupted where no CFI covers the PC (a PLT stub, a
+ * leaf or a prologue without CFI): the return address may still be in
+ * x30. A PLT stub is known by its code (a64_in_plt). Elsewhere, decided
+ * from the code too, as the x86-64 rule reads push %rbp: x30
+ * must follow a call whose target is at most A64_ENTRY_INSNS instructions
+ * before the PC (a BL's, or a BLR's register if it still holds one
+ * there: ld.so calls _init so), and the code from there to the PC only
+ * a64_keeps_lr instructions, with at most one `stp x29, x30, [sp, #-N]!`
+ * (then the return address and the caller's x29 are in that record at
+ * SP, and the CFA is SP + N) and `mov x29, sp` after it. Returns 1
+ * stepped, 0 not this case, or an error. */
+static int step_a64_entry(struct uw_cursor *c, uint64_t sp, uint64_t pc)
+{
+	struct bk_space *s = c->space;
+	unsigned lrs = arch_slot(s->arch, 30);
+	uint64_t lr, ra, target;
+	if (!(c->valid & SLOT_BIT(lrs)) || resolve(c, lrs, &lr) != 0)
+		return 0;
+	bool pushed;
+	if (a64_in_plt(s, pc, &pushed)) {
+		if (!pushed)
+			return finish_fallback(c, sp, lr, false, 0, BK_HOW_FP);
+		int err = read_word(s, sp + 8, &lr);
+		return err ? err : finish_fallback(c, sp + 16, lr, false, 0, BK_HOW_FP);
+	}
+	ra = uw_strip_pac(s, lr);
+	if (!(call_target(s, ra, &target) || blr_target(c, ra, &target)) || target > pc ||
+	    pc - target > 4 * A64_ENTRY_INSNS ||
+	    (pc - target) % 4 || !plausible_ra(s, ra))
+		return 0;
+	uint8_t code[4 * A64_ENTRY_INSNS];
+	size_t n = (size_t)(pc - target) / 4;
+	if (n && s->ops.read_mem(s->ctx, target, code, 4 * n) != 0)
+		return 0;
+	int64_t frame = -1; /* the record's size, once pushed */
+	for (size_t i = 0; i < n; i++) {
+		uint32_t insn = (uint32_t)base_rd_le(code + 4 * i, 4);
+		if (a64_keeps_lr(insn))
+			continue;
+		if (frame < 0 && (insn & 0xffc07fffu) == 0xa9807bfdu) { /* stp x29, x30, [sp, #imm]! */
+			int64_t imm = base_sext((insn >> 15) & 0x7f, 7) * 8;
+			if (imm >= 0)
+				return 0;
+			frame = -imm;
+			continue;
+		}
+		if (frame >= 0 && insn == 0x910003fdu) /* mov x29, sp */
+			continue;
+		return 0;
+	}
+	if (frame < 0)
+		return finish_fallback(c, sp, lr, false, 0, BK_HOW_FP);
+	uint64_t fp;
+	int err;
+	if ((err = read_word(s, sp, &fp)) || (err = read_word(s, sp + 8, &lr)))
+		return err;
+	return finish_fallback(c, sp + (uint64_t)frame, lr, true, fp, BK_HOW_FP);
+}
+
 /* No CFI covers the PC. x86-64 at a function's first instruction (push %rbp,
  * maybe after endbr64): the return address is at [rsp]; right after the
  * push, at [rsp+8] with the caller's rbp at [rsp]. Otherwise the frame
  * record is at the frame pointer: saved fp at [fp], return address at
  * [fp+8] (x86-64 rbp; AArch64 x29, whose record holds x29 and x30).
+ *
+ * AArch64 in a PLT stub, a leaf or a prologue: the return address still
+ * in x30 (step_a64_entry).
  *
  * A frame that was interrupted (the innermost, or one after a signal frame)
  * may be in code that keeps no frame pointer at all (_init, PLT stubs,
@@ -768,6 +917,12 @@ static int step_nocfi(struct uw_cursor *c)
 				return err;
 			return finish_fallback(c, sp + 16, ra, true, fp, BK_HOW_FP);
 		}
+	}
+
+	if (a->arch == BK_ARCH_AARCH64 && c->at_pc) {
+		int k = step_a64_entry(c, sp, pc);
+		if (k != 0)
+			return k;
 	}
 
 	uint64_t frame = c->regs[fps];

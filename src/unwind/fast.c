@@ -384,8 +384,9 @@ __attribute__((noinline)) static uint32_t walk_rule(struct bk_space *s,
 						    const struct walk_mod *wm, uint64_t pc,
 						    uint64_t lookup)
 {
-	if (!wm)
-		return R_POOL | UW_FT_XCHAIN << 2; /* unknown code: the cursor's FP step */
+	if (!wm) /* unknown code: a sigreturn trampoline outside any module (qemu-user's),
+		  * known by its code as the cursor knows it, else the cursor's FP step */
+		return decide_rule(s, NULL, pc, lookup);
 	uint64_t key = wm->keyhi | (lookup - wm->start);
 	if (wm->keyhi != NOKEY) {
 		uint64_t e = ft_find(s->ftab, key);
@@ -550,7 +551,7 @@ static int step_pool(const struct walk_mem *mem, const struct uw_xrule *x, struc
 	if (!rd(mem, cfa + (uint64_t)(int64_t)x->ra_off, &r->pc))
 		return -1;
 	if (x->flags & UW_X_RA_SIGNED)
-		r->pc &= 0x0000ffffffffffffull;
+		r->pc = uw_strip_pac(mem->s, r->pc);
 	r->fp = fp;
 	r->sp = cfa;
 	return 1;

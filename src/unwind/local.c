@@ -7,8 +7,9 @@
  * fixed array of slots filled lock-free, a slot's index naming the module
  * in the PC-only walk's rule table), the cursor's rows are cached per PC
  * tagged with the module's identity, memory is read through
- * src/target/local.c. bk_backtrace runs the PC-only walk (fast.c) and
- * walks again with the cursor only where it hands over. The default
+ * src/target/local.c and the registers a walk starts from are captured by
+ * src/target/local_<cpu>.S. bk_backtrace runs the PC-only walk (fast.c)
+ * and walks again with the cursor only where it hands over. The default
  * space lives in static storage, so even the first call allocates nothing.
  *
  * A module whose .eh_frame_hdr is missing or unusable (a static program,
@@ -16,8 +17,6 @@
  * once, into mmap'ed memory, by the first walk that meets it
  * (local_index.c); walks meanwhile scan the section.
  */
-#include <ucontext.h>
-
 #include "unwind.h"
 
 #include "../base/dwarf.h"
@@ -202,51 +201,25 @@ int bk_space_create_local(struct bk_space **out)
 
 /* ---- Registers of this thread ---------------------------------------------- */
 
-#if defined(__x86_64__)
-/* uw_capture_regs(uint64_t out[17]): the caller's registers as they are
- * right after this call returns, in DWARF order: rbx, rbp, r12-r15 (callee-
- * saved, untouched here), rsp (after the return) and rip (the return
- * address). The others are written too but mean nothing. */
-__asm__(".text\n"
-	".globl uw_capture_regs\n"
-	".hidden uw_capture_regs\n"
-	".type uw_capture_regs, @function\n"
-	"uw_capture_regs:\n"
-	".cfi_startproc\n"
-	"	movq %rax, 0(%rdi)\n"
-	"	movq %rdx, 8(%rdi)\n"
-	"	movq %rcx, 16(%rdi)\n"
-	"	movq %rbx, 24(%rdi)\n"
-	"	movq %rsi, 32(%rdi)\n"
-	"	movq %rdi, 40(%rdi)\n"
-	"	movq %rbp, 48(%rdi)\n"
-	"	leaq 8(%rsp), %rax\n"
-	"	movq %rax, 56(%rdi)\n"
-	"	movq %r8, 64(%rdi)\n"
-	"	movq %r9, 72(%rdi)\n"
-	"	movq %r10, 80(%rdi)\n"
-	"	movq %r11, 88(%rdi)\n"
-	"	movq %r12, 96(%rdi)\n"
-	"	movq %r13, 104(%rdi)\n"
-	"	movq %r14, 112(%rdi)\n"
-	"	movq %r15, 120(%rdi)\n"
-	"	movq (%rsp), %rax\n"
-	"	movq %rax, 128(%rdi)\n"
-	"	ret\n"
-	".cfi_endproc\n"
-	".size uw_capture_regs, .-uw_capture_regs\n");
-void uw_capture_regs(uint64_t *out);
-#endif
-
-/* What a capture made by uw_capture_regs vouches for (the state of the
+/* What a capture by tgt_local_capture vouches for (the state of the
  * function that called it, at the return point): the callee-saved
- * registers rbx, rbp, r12-r15, and rsp and rip. */
+ * registers, the SP and the PC, and the return-address register (x30 on
+ * AArch64, where it still holds that PC). */
 static void capture_regs(const uint64_t *regs, struct bk_regs *out)
 {
-	static const unsigned keep[] = { 3, 6, 7, 12, 13, 14, 15, 16 };
+	const struct arch_info *a = ARCH_HOST;
+	uint64_t keep = a->callee_saved_slots | (uint64_t)1 << arch_slot(a, a->pc_reg) |
+			(uint64_t)1 << arch_slot(a, a->ra_reg);
 	memset(out->valid, 0, sizeof(out->valid));
-	for (size_t i = 0; i < BK_ARRAY_LEN(keep); i++)
-		bk_regs_set(out, keep[i], regs[keep[i]]);
+	for (unsigned i = 0; i < a->nslots; i++)
+		if (keep >> i & 1)
+			bk_regs_set(out, a->slot_regno[i], regs[i]);
+}
+
+/* The capture's SP. */
+static uint64_t capture_sp(const uint64_t *regs)
+{
+	return regs[arch_slot(ARCH_HOST, ARCH_HOST->sp_reg)];
 }
 
 /* Start C from a capture: its PC is a return address. */
@@ -256,16 +229,15 @@ static void init_here(struct uw_cursor *c, struct bk_space *s, const uint64_t *r
 	capture_regs(regs, &r);
 	bk_cursor_init((struct bk_cursor *)(void *)c, s, &r); /* PC and SP are there */
 	c->at_pc = 0;
-	tgt_local_note_stack(regs[7]);
+	tgt_local_note_stack(capture_sp(regs));
 }
 
 __attribute__((noinline)) int bk_cursor_init_local(struct bk_cursor *bc, struct bk_space *s)
 {
-#if defined(__x86_64__)
 	if (!bc || !s || !s->local)
 		return BK_E_INVAL;
-	uint64_t regs[17];
-	uw_capture_regs(regs);
+	uint64_t regs[ARCH_MAX_SLOTS];
+	tgt_local_capture(regs);
 	struct uw_cursor *c = (struct uw_cursor *)(void *)bc;
 	init_here(c, s, regs);
 	/* We are at the return into this function: step to our caller, while
@@ -279,41 +251,42 @@ __attribute__((noinline)) int bk_cursor_init_local(struct bk_cursor *bc, struct 
 	c->depth = 0;
 	c->how = BK_HOW_INITIAL;
 	return 0;
-#else
-	(void)bc;
-	(void)s;
-	return BK_E_UNSUPPORTED;
-#endif
 }
 
+/* Plain loads: the ucontext is the caller's own (a handler's argument). */
+static int read_plain(void *ctx, uint64_t addr, void *dst, size_t len)
+{
+	(void)ctx;
+	memcpy(dst, (const void *)(uintptr_t)addr, len);
+	return 0;
+}
+
+/* The registers are read from the ucontext as the signal-frame stepper reads
+ * a signal frame's (arch.h, struct arch_sigframe): the general ones, and on
+ * AArch64 d8-d15 from the fpsimd record of uc_mcontext.__reserved. glibc's
+ * ucontext_t has the kernel's layout on both architectures. */
 int bk_cursor_init_ucontext(struct bk_cursor *bc, struct bk_space *s, const void *ucontext)
 {
-#if defined(__x86_64__)
-	if (!bc || !s || !ucontext)
+	if (!bc || !s || !ucontext || s->arch != ARCH_HOST)
 		return BK_E_INVAL;
-	const ucontext_t *uc = ucontext;
-	const greg_t *g = uc->uc_mcontext.gregs;
+	const struct arch_sigframe *sf = &ARCH_HOST->sigframe;
+	uint64_t uc = (uint64_t)(uintptr_t)ucontext, v, fp[ARCH_SIGFRAME_FP];
 	struct bk_regs regs;
 	regs.valid[0] = regs.valid[1] = 0;
-	static const int map[17] = { REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
-				     REG_RBP, REG_RSP, REG_R8, REG_R9, REG_R10, REG_R11,
-				     REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP };
-	for (unsigned i = 0; i < 17; i++)
-		bk_regs_set(&regs, i, (uint64_t)g[map[i]]);
-	bk_regs_set(&regs, 49, (uint64_t)g[REG_EFL]);
-	if (s->local)
-		tgt_local_note_stack((uint64_t)g[REG_RSP]);
+	for (unsigned i = 0; i < sf->nregs; i++) {
+		memcpy(&v, (const uint8_t *)ucontext + sf->gregs_off + sf->reg[i].off, 8);
+		bk_regs_set(&regs, sf->reg[i].regno, v);
+	}
+	struct base_mem mem = { read_plain, NULL };
+	unsigned nfp = arch_sigframe_fp(ARCH_HOST, uc, &mem, fp);
+	for (unsigned i = 0; i < nfp; i++)
+		bk_regs_set(&regs, sf->fp_regno + i, fp[i]);
+	if (s->local && bk_regs_get(&regs, ARCH_HOST->sp_reg, &v))
+		tgt_local_note_stack(v);
 	return bk_cursor_init(bc, s, &regs);
-#else
-	(void)bc;
-	(void)s;
-	(void)ucontext;
-	return BK_E_UNSUPPORTED;
-#endif
 }
 
 /* ---- bk_backtrace ------------------------------------------------------------ */
-
 
 /* bk_backtrace's walk from a capture REGS: the fast walk, or the cursor's
  * (also where the fast walk hands over). */
@@ -321,7 +294,7 @@ static int backtrace_from(const uint64_t *regs, void **pcs, int max, bool fast)
 {
 	if (!pcs || max <= 0)
 		return 0;
-	tgt_local_note_stack(regs[7]);
+	tgt_local_note_stack(capture_sp(regs));
 	if (fast) {
 		struct bk_regs r;
 		capture_regs(regs, &r);
@@ -334,34 +307,23 @@ static int backtrace_from(const uint64_t *regs, void **pcs, int max, bool fast)
 	struct uw_cursor *c = (struct uw_cursor *)(void *)&bc;
 	init_here(c, &default_space, regs);
 	/* The first frame is the caller of the capture: its caller is the first PC. */
+	unsigned pcs_slot = arch_slot(ARCH_HOST, ARCH_HOST->pc_reg);
 	int n = 0;
 	while (n < max && bk_cursor_step(&bc) == 1)
-		pcs[n++] = (void *)(uintptr_t)c->regs[16];
+		pcs[n++] = (void *)(uintptr_t)c->regs[pcs_slot];
 	return n;
 }
 
 __attribute__((noinline)) int bk_backtrace(void **pcs, int max)
 {
-#if defined(__x86_64__)
-	uint64_t regs[17];
-	uw_capture_regs(regs);
+	uint64_t regs[ARCH_MAX_SLOTS];
+	tgt_local_capture(regs);
 	return backtrace_from(regs, pcs, max, true);
-#else
-	(void)pcs;
-	(void)max;
-	return 0;
-#endif
 }
 
 __attribute__((noinline)) int uw_backtrace_cursor(void **pcs, int max)
 {
-#if defined(__x86_64__)
-	uint64_t regs[17];
-	uw_capture_regs(regs);
+	uint64_t regs[ARCH_MAX_SLOTS];
+	tgt_local_capture(regs);
 	return backtrace_from(regs, pcs, max, false);
-#else
-	(void)pcs;
-	(void)max;
-	return 0;
-#endif
 }

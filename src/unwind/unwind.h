@@ -373,6 +373,10 @@ struct uw_cursor {
 	int err;
 };
 
+/* RA with AArch64 pointer authentication stripped, as space S knows how
+ * (this process: its CPU's way; others: 48-bit user addresses). AS-safe. */
+BK_HIDDEN uint64_t uw_strip_pac(const struct bk_space *s, uint64_t ra);
+
 /* Read every register of the current frame that is still only an address
  * (lazy) now; one that cannot be read becomes not recovered. AS-safe. */
 BK_HIDDEN void uw_cursor_resolve_all(struct uw_cursor *c);

@@ -1,5 +1,6 @@
 /* The cursor on this very process: registers from getcontext(), memory read
- * with process_vm_readv on ourselves, modules from /proc/self/maps. The
+ * as the local target reads it (process_vm_readv on ourselves, else a pipe:
+ * src/target/local.c), modules from /proc/self/maps. The
  * walk must pass through the test's own call chain in order, end cleanly at
  * the outermost frame, and do the same again from the row cache. Also: a
  * signal handler's walk crosses the signal frame into the interrupted code,
@@ -7,28 +8,25 @@
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include "backstep.h"
 #include "check.h"
 #include "self_maps.h"
+#include "target/target.h"
+#include "uc_regs.h"
 
 static int read_self(void *ctx, uint64_t addr, void *dst, size_t len)
 {
-	(void)ctx;
-	struct iovec local = { dst, len }, remote = { (void *)(uintptr_t)addr, len };
-	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0
-										     : BK_E_MEMORY;
+	return tgt_local_read(ctx, addr, dst, len);
 }
-
 
 static struct bk_space *make_space(void)
 {
 	static const struct bk_target_ops ops = { sizeof(ops), read_self };
 	struct bk_space *s;
-	if (bk_space_create(BK_ARCH_X86_64, &ops, NULL, &s))
+	if (bk_space_create(HOST_ARCH, &ops, NULL, &s))
 		return NULL;
 	self_add_modules(s);
 	return s;
@@ -46,12 +44,7 @@ static int hows[MAX_SEEN];
 static void walk_from(const ucontext_t *uc)
 {
 	struct bk_regs regs;
-	memset(&regs, 0, sizeof(regs));
-	static const int map[17] = { REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
-				     REG_RBP, REG_RSP, REG_R8, REG_R9, REG_R10, REG_R11,
-				     REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP };
-	for (int i = 0; i < 17; i++)
-		bk_regs_set(&regs, (unsigned)i, (uint64_t)uc->uc_mcontext.gregs[map[i]]);
+	uc_regs(uc, &regs);
 	struct bk_cursor c;
 	nseen = 0;
 	CHECK_INT(bk_cursor_init(&c, space, &regs), 0, "cursor init");
@@ -140,13 +133,9 @@ __attribute__((noinline)) void snapshot_leaf(void)
 	ucontext_t uc;
 	getcontext(&uc);
 	struct bk_regs regs;
-	memset(&regs, 0, sizeof(regs));
-	static const int map[17] = { REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
-				     REG_RBP, REG_RSP, REG_R8, REG_R9, REG_R10, REG_R11,
-				     REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP };
-	for (int i = 0; i < 17; i++)
-		bk_regs_set(&regs, (unsigned)i, (uint64_t)uc.uc_mcontext.gregs[map[i]]);
-	uint64_t sp = (uint64_t)uc.uc_mcontext.gregs[REG_RSP];
+	uc_regs(&uc, &regs);
+	uint64_t sp = 0;
+	bk_regs_get(&regs, HOST_SP, &sp);
 	size_t len = (size_t)(self_mapping_end(sp) - sp);
 	void *copy = malloc(len);
 	copy_stack(copy, sp, len);
@@ -160,7 +149,7 @@ __attribute__((noinline)) void snapshot_leaf(void)
 
 	struct bk_mem_region region = { sp, copy, len };
 	struct bk_space *snap;
-	CHECK_INT(bk_space_create_snapshot(BK_ARCH_X86_64, &region, 1, &snap), 0, "snapshot space");
+	CHECK_INT(bk_space_create_snapshot(HOST_ARCH, &region, 1, &snap), 0, "snapshot space");
 	self_add_modules(snap);
 	nsnap = 0;
 	CHECK_INT(bk_cursor_init(&c, snap, &regs), 0, "snapshot cursor");
@@ -174,7 +163,7 @@ __attribute__((noinline)) void snapshot_leaf(void)
 	 * with the file. */
 	struct bk_module_info mi;
 	uint64_t pc = 0;
-	bk_regs_get(&regs, 16, &pc);
+	bk_regs_get(&regs, HOST_PC, &pc);
 	if (bk_space_module_at(snap, pc, &mi) == 0) {
 		struct bk_module_desc d = { .size = sizeof(d), .path = "/nonexistent/no-cfi",
 					    .base = mi.start, .start = mi.start, .end = mi.end };
@@ -262,9 +251,9 @@ int main(void)
 	const uint8_t byte = 0;
 	struct bk_mem_region bad = { 0x1000, &byte, 1 };
 	struct bk_space *tiny;
-	CHECK_INT(bk_space_create_snapshot(BK_ARCH_X86_64, &bad, 1, &tiny), 0, "tiny snapshot");
+	CHECK_INT(bk_space_create_snapshot(HOST_ARCH, &bad, 1, &tiny), 0, "tiny snapshot");
 	bk_space_destroy(tiny);
-	CHECK_INT(bk_space_create_snapshot(BK_ARCH_X86_64, NULL, 1, &tiny), BK_E_INVAL,
+	CHECK_INT(bk_space_create_snapshot(HOST_ARCH, NULL, 1, &tiny), BK_E_INVAL,
 		  "regions missing");
 
 	/* Bad starts. */
@@ -272,8 +261,8 @@ int main(void)
 	struct bk_regs none;
 	memset(&none, 0, sizeof(none));
 	CHECK_INT(bk_cursor_init(&c, space, &none), BK_E_INVAL, "no PC/SP");
-	bk_regs_set(&none, 16, 0x1234);
-	bk_regs_set(&none, 7, 0x10);
+	bk_regs_set(&none, HOST_PC, 0x1234);
+	bk_regs_set(&none, HOST_SP, 0x10);
 	CHECK_INT(bk_cursor_init(&c, space, &none), 0, "garbage PC and SP");
 	int rc = bk_cursor_step(&c);
 	CHECK(rc <= 0, "a garbage frame does not step (%d)", rc);

@@ -1,33 +1,47 @@
 /* bk_cursor_init_local: frame 0 is its caller, with every callee-saved
- * register (rbx, rbp, r12-r15) recovered and holding the caller's real
- * value, also after bk_cursor_init_local has returned and its frame is
- * gone; stepping on gives the caller's caller's PC and registers. Built
- * twice (tests/meson.build): -O0 with frame pointers and -O2 without, since
- * a caller that keeps rbp as its frame pointer reads it back on the first
- * step — where the old code read a dead frame and went astray.
+ * register (x86-64: rbx, rbp, r12-r15; AArch64: x19-x29 and d8-d15)
+ * recovered and holding the caller's real value, also after
+ * bk_cursor_init_local has returned and its frame is gone; stepping on
+ * gives the caller's caller's PC and registers. Built twice
+ * (tests/meson.build): -O0 with frame pointers and -O2 without, since a
+ * caller that keeps its frame pointer reads it back on the first step —
+ * where the old code read a dead frame and went astray; on AArch64 also
+ * with -mbranch-protection=standard, its return addresses signed.
  *
- * Two callers: il_init_known (initlocal_regs.S) sets known values in every
- * callee-saved register before the call, so frame 0's values are known
- * exactly and frame 1's are the ones it recorded on entry; direct() is
- * plain C, checked against __builtin_return_address and a full walk. */
+ * Two callers: il_init_known (initlocal_regs*.S, one per architecture)
+ * sets known values in every callee-saved register before the call, so
+ * frame 0's values are known exactly and frame 1's are the ones it
+ * recorded on entry; direct() is plain C, checked against
+ * __builtin_return_address and a full walk. */
 #include <stdlib.h>
 
 #include "backstep.h"
 #include "check.h"
 
+#if defined(__x86_64__)
+#define HOST_ARCH BK_ARCH_X86_64
+#define IL_NREGS 6
+static const unsigned callee_saved[IL_NREGS] = { 3, 6, 12, 13, 14, 15 }; /* rbx rbp r12-r15 */
+static const uint64_t known[IL_NREGS] = { 0x1111111111111101ull, 0x2222222222222202ull,
+					  0x3333333333333303ull, 0x4444444444444404ull,
+					  0x5555555555555505ull, 0x6666666666666606ull };
+#elif defined(__aarch64__)
+#define HOST_ARCH BK_ARCH_AARCH64
+#define IL_NREGS 19
+/* x19-x29, d8-d15; il_init_known loads 0x0123456789abcd00 + the DWARF number. */
+static const unsigned callee_saved[IL_NREGS] = { 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
+						 72, 73, 74, 75, 76, 77, 78, 79 };
+static uint64_t known[IL_NREGS];
+#endif
+
 struct il_out {
 	int64_t rc;
 	uint64_t ra;
-	uint64_t entry[6];
+	uint64_t entry[IL_NREGS]; /* in the order of callee_saved */
 };
 void il_init_known(struct bk_cursor *c, struct bk_space *s, struct il_out *out,
 		   void (*check)(struct bk_cursor *c, struct il_out *out));
 extern const char il_after_call[];
-
-static const unsigned callee_saved[6] = { 3, 6, 12, 13, 14, 15 }; /* rbx rbp r12-r15 */
-static const uint64_t known[6] = { 0x1111111111111101ull, 0x2222222222222202ull,
-				   0x3333333333333303ull, 0x4444444444444404ull,
-				   0x5555555555555505ull, 0x6666666666666606ull };
 
 /* Overwrite the stack below us, where bk_cursor_init_local's frame was. */
 __attribute__((noinline)) static void scribble(void)
@@ -58,20 +72,20 @@ static void check_known(struct bk_cursor *c, struct il_out *out)
 	scribble();
 	CHECK_INT(out->rc, 0, what);
 	CHECK_U64(bk_cursor_pc(c), (uint64_t)(uintptr_t)il_after_call, what);
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < IL_NREGS; i++) {
 		uint64_t v = 0;
 		int got = bk_cursor_reg(c, callee_saved[i], &v);
-		CHECK(got == 1, "%s: frame 0: %s not recovered", what, bk_reg_name(BK_ARCH_X86_64, callee_saved[i]));
-		CHECK_U64(v, known[i], bk_reg_name(BK_ARCH_X86_64, callee_saved[i]));
+		CHECK(got == 1, "%s: frame 0: %s not recovered", what, bk_reg_name(HOST_ARCH, callee_saved[i]));
+		CHECK_U64(v, known[i], bk_reg_name(HOST_ARCH, callee_saved[i]));
 	}
 	/* Frame 1: known_registers, at the return from il_init_known. */
 	CHECK_INT(bk_cursor_step(c), 1, what);
 	CHECK_U64(bk_cursor_pc(c), out->ra, what);
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < IL_NREGS; i++) {
 		uint64_t v = 0;
 		int got = bk_cursor_reg(c, callee_saved[i], &v);
-		CHECK(got == 1, "%s: frame 1: %s not recovered", what, bk_reg_name(BK_ARCH_X86_64, callee_saved[i]));
-		CHECK_U64(v, out->entry[i], bk_reg_name(BK_ARCH_X86_64, callee_saved[i]));
+		CHECK(got == 1, "%s: frame 1: %s not recovered", what, bk_reg_name(HOST_ARCH, callee_saved[i]));
+		CHECK_U64(v, out->entry[i], bk_reg_name(HOST_ARCH, callee_saved[i]));
 	}
 	walk_out(c, what);
 }
@@ -97,10 +111,10 @@ __attribute__((noinline)) static void direct(struct bk_space *s, const char *wha
 	(void)sink;
 	scribble();
 	CHECK_INT(rc, 0, what);
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < IL_NREGS; i++) {
 		uint64_t v;
 		CHECK(bk_cursor_reg(&c, callee_saved[i], &v) == 1, "%s: frame 0: %s not recovered",
-		      what, bk_reg_name(BK_ARCH_X86_64, callee_saved[i]));
+		      what, bk_reg_name(HOST_ARCH, callee_saved[i]));
 	}
 	CHECK_INT(bk_cursor_step(&c), 1, what);
 	CHECK_U64(bk_cursor_pc(&c), (uint64_t)(uintptr_t)__builtin_return_address(0), what);
@@ -109,6 +123,10 @@ __attribute__((noinline)) static void direct(struct bk_space *s, const char *wha
 
 int main(void)
 {
+#if defined(__aarch64__)
+	for (int i = 0; i < IL_NREGS; i++)
+		known[i] = 0x0123456789abcd00ull + callee_saved[i];
+#endif
 	struct bk_space *own;
 	CHECK_INT(bk_space_create_local(&own), 0, "bk_space_create_local");
 	for (int round = 0; round < 2; round++) { /* cold, then warm row cache */

@@ -5,7 +5,9 @@
  * toolchain (gcc, objcopy, ld, aarch64-linux-gnu-gcc); a tool that is
  * missing skips only the checks that need it, and says so. Expected values
  * come from readelf, an independent reader of the same files. */
+#include <dlfcn.h>
 #include <elf.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1271,8 +1273,16 @@ int main(void)
 	test_mini_fields();
 	test_mini_encodings();
 	test_mini_corrupt();
-	test_system_binary("/bin/true", true);
-	test_system_binary("/usr/lib/x86_64-linux-gnu/libc.so.6", false);
+	/* Binaries of this host's architecture: the C library and the dynamic
+	 * linker this program runs with (under qemu-user, /bin/true is the
+	 * emulating machine's, of another architecture). */
+	Dl_info libc_info, ldso_info;
+	CHECK(dladdr((void *)&printf, &libc_info) && libc_info.dli_fname &&
+		      libc_info.dli_fname[0] == '/', "dladdr: the C library's path");
+	CHECK(dladdr((void *)&_dl_find_object, &ldso_info) && ldso_info.dli_fname &&
+		      ldso_info.dli_fname[0] == '/', "dladdr: the dynamic linker's path");
+	test_system_binary(libc_info.dli_fname, true);
+	test_system_binary(ldso_info.dli_fname, true);
 	test_loaded_image("/usr/lib/x86_64-linux-gnu/libc.so.6");
 	test_loaded_image("/bin/true");
 	test_elf32();
