@@ -102,7 +102,7 @@ static void usage(FILE *f)
 	      "  core [-r] [-n] [--no-cache] [--no-debuginfod] [--json] CORE [EXE]\n"
 	      "        every thread's stack in a core file; EXE replaces the main\n"
 	      "        executable the core names\n"
-	      "  run [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...]\n"
+	      "  run [-f] [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...]\n"
 	      "        run CMD; if a signal is about to kill it, print every thread's\n"
 	      "        stack first\n"
 	      "  report [--format " FR_SAMPLE_FORMATS "] [-o FILE] [--pid PID]\n"

@@ -35,6 +35,7 @@ struct cli_stack_opts {
 	/* The signal that is ending the process (run's), or NULL: a core's
 	 * own (bk_target_signal) is used then. */
 	const struct bk_signal_info *signal;
+	bool follow;     /* run -f: children too */
 };
 extern volatile sig_atomic_t cli_interrupted;
 /* Whether process PID is dead (gone, or a zombie). */

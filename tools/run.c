@@ -5,7 +5,11 @@
  * The child stops itself before exec; we seize it with PTRACE_O_TRACECLONE
  * (threads are followed) and PTRACE_O_EXITKILL (if backstep dies, so does the
  * program: nothing is left running untraced by surprise). Children the
- * program forks are not traced. A signal is fatal when its default action
+ * program forks are traced with -f (PTRACE_O_TRACEFORK and TRACEVFORK, as
+ * strace -f): a child about to die of a signal has its stacks printed,
+ * under its own process id, and the run goes on until the program itself
+ * ends. Each traced thread is kept with its process (Tgid), and a dump
+ * covers the threads of the dying process only. A signal is fatal when its default action
  * terminates the process and the program neither catches nor ignores it
  * (/proc/PID/status SigCgt, SigIgn); a caught signal is passed on, and if
  * the handler re-raises it with the default action restored we see it again.
@@ -29,16 +33,43 @@
 
 #define MAX_TIDS 65536
 
-static int tids[MAX_TIDS];
+static int tids[MAX_TIDS], tgids[MAX_TIDS]; /* a traced thread, its process */
 static size_t ntids;
 
-static void add_tid(int tid)
+/* The process of thread TID (/proc/TID/status Tgid), or TID itself. */
+static int tgid_of(int tid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return tid;
+	buf[n] = 0;
+	const char *t = strstr(buf, "\nTgid:");
+	return t ? atoi(t + 6) : tid;
+}
+
+/* TID of process TGID (0: look it up). */
+static void add_tid(int tid, int tgid)
 {
 	for (size_t i = 0; i < ntids; i++)
 		if (tids[i] == tid)
 			return;
-	if (ntids < MAX_TIDS)
+	if (ntids < MAX_TIDS) {
+		tgids[ntids] = tgid ? tgid : tgid_of(tid);
 		tids[ntids++] = tid;
+	}
+}
+
+static int tgid_known(int tid)
+{
+	for (size_t i = 0; i < ntids; i++)
+		if (tids[i] == tid)
+			return tgids[i];
+	return tgid_of(tid);
 }
 
 static void drop_tid(int tid)
@@ -46,6 +77,7 @@ static void drop_tid(int tid)
 	for (size_t i = 0; i < ntids; i++)
 		if (tids[i] == tid) {
 			tids[i] = tids[--ntids];
+			tgids[i] = tgids[ntids];
 			return;
 		}
 }
@@ -68,11 +100,17 @@ static bool is_fatal(int pid, int sig)
 	return !(tgt_proc_status_mask(pid, "SigCgt") & bit) && !(tgt_proc_status_mask(pid, "SigIgn") & bit);
 }
 
-/* Stop every other thread, print all stacks, leave them stopped. */
+/* Stop every other thread of process PID, print all its stacks, leave them
+ * stopped. */
 static void dump_all(int pid, int culprit, int sig, const struct cli_stack_opts *o)
 {
+	static int own[MAX_TIDS];
+	size_t nown = 0;
+	for (size_t i = 0; i < ntids; i++)
+		if (tgids[i] == pid)
+			own[nown++] = tids[i];
 	for (size_t i = 0; i < ntids; i++) {
-		if (tids[i] == culprit)
+		if (tids[i] == culprit || tgids[i] != pid)
 			continue;
 		if (ptrace(PTRACE_INTERRUPT, tids[i], NULL, NULL) != 0)
 			continue;
@@ -104,7 +142,7 @@ static void dump_all(int pid, int culprit, int sig, const struct cli_stack_opts 
 	with.signal = &info;
 	o = &with;
 	struct bk_target *t;
-	int err = uw_target_adopt(pid, tids, ntids, &t);
+	int err = uw_target_adopt(pid, own, nown, &t);
 	if (err) {
 		cli_error("run", "cannot read the stopped program: %s", bk_strerror(err));
 		return;
@@ -118,12 +156,12 @@ static void dump_all(int pid, int culprit, int sig, const struct cli_stack_opts 
 int cmd_run(int argc, char **argv)
 {
 	struct cli_stack_opts o;
-	int first = cli_stack_options(argc, argv, "backstep run [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...]", true, &o);
+	int first = cli_stack_options(argc, argv, "backstep run [-f] [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...]", true, &o);
 	if (first <= 0)
 		return first == 0 ? 0 : 2;
 	optind = first;
 	if (optind >= argc) {
-		cli_error("run", "no command (usage: backstep run [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...])");
+		cli_error("run", "no command (usage: backstep run [-f] [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...])");
 		return 2;
 	}
 	char **cmd = argv + optind;
@@ -149,28 +187,38 @@ int cmd_run(int argc, char **argv)
 	}
 	close(errpipe[1]);
 	int st;
+	unsigned long ptopts = PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL |
+			       (o.follow ? PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK : 0);
 	if (waitpid(pid, &st, WUNTRACED) != pid || !WIFSTOPPED(st) ||
-	    ptrace(PTRACE_SEIZE, pid, NULL,
-		   (void *)(uintptr_t)(PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL)) != 0) {
+	    ptrace(PTRACE_SEIZE, pid, NULL, (void *)(uintptr_t)ptopts) != 0) {
 		cli_error(cmd[0], "cannot trace the child: %s", strerror(errno));
 		kill(pid, SIGKILL);
 		return 1;
 	}
 	kill(pid, SIGCONT);
-	add_tid(pid);
+	add_tid(pid, pid);
 
+	/* The program's own status once it ended; with -f the run waits for
+	 * its traced children too (as strace -f), which PTRACE_O_EXITKILL would
+	 * otherwise kill with backstep. */
+	int status = -1;
 	for (;;) {
 		int tid = waitpid(-1, &st, __WALL);
 		if (tid < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == ECHILD && status >= 0)
+				return status;
 			cli_error(cmd[0], "lost the program: %s", strerror(errno));
 			return 1;
 		}
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
 			drop_tid(tid);
-			if (tid != pid)
+			if (tid != pid) {
+				if (status >= 0 && ntids == 0)
+					return status;
 				continue;
+			}
 			/* An exec that failed left its errno in the pipe (which a
 			 * successful exec closes unwritten). */
 			int e;
@@ -178,19 +226,24 @@ int cmd_run(int argc, char **argv)
 				cli_error(cmd[0], "cannot run: %s", strerror(e));
 				return 127;
 			}
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			if (!o.follow || ntids == 0)
+				return status;
+			continue;
 		}
 		if (!WIFSTOPPED(st))
 			continue;
 		int sig = WSTOPSIG(st), event = st >> 16;
-		if (event == PTRACE_EVENT_CLONE) {
+		if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK ||
+		    event == PTRACE_EVENT_VFORK) {
+			/* A thread of the same process, or (-f) a new process. */
 			unsigned long child;
 			if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &child) == 0)
-				add_tid((int)child);
+				add_tid((int)child, event == PTRACE_EVENT_CLONE ? 0 : (int)child);
 			ptrace(PTRACE_CONT, tid, NULL, NULL);
 			continue;
 		}
-		add_tid(tid); /* a new thread's first stop may come before its parent's event */
+		add_tid(tid, 0); /* a new thread's first stop may come before its parent's event */
 		if (event == PTRACE_EVENT_STOP) {
 			/* A group-stop (SIGSTOP and friends) or a new thread's start. */
 			if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
@@ -199,12 +252,13 @@ int cmd_run(int argc, char **argv)
 				ptrace(PTRACE_CONT, tid, NULL, NULL);
 			continue;
 		}
-		if (event == 0 && is_fatal(pid, sig)) {
-			dump_all(pid, tid, sig, &o);
-			/* Let the signal kill it; the others die with it. */
+		int proc = tgid_known(tid);
+		if (event == 0 && is_fatal(proc, sig)) {
+			dump_all(proc, tid, sig, &o);
+			/* Let the signal kill it; its other threads die with it. */
 			ptrace(PTRACE_CONT, tid, NULL, (void *)(uintptr_t)sig);
 			for (size_t i = 0; i < ntids; i++)
-				if (tids[i] != tid)
+				if (tids[i] != tid && tgids[i] == proc)
 					ptrace(PTRACE_CONT, tids[i], NULL, NULL);
 			continue;
 		}

@@ -290,13 +290,16 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 	int ch;
 	memset(o, 0, sizeof(*o));
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, stop_at_operand ? "+rnjh" : "rnjh", longopts, NULL)) !=
+	/* -f (follow children) is run's alone: run is the command whose
+	 * operands are a command line. */
+	while ((ch = getopt_long(argc, argv, stop_at_operand ? "+rnjhf" : "rnjh", longopts, NULL)) !=
 	       -1) {
 		switch (ch) {
 		case 'r': o->regs = true; break;
 		case 'j': o->json = true; break;
 		case 'n': o->no_symbols = true; break;
 		case 'C': o->no_cache = true; break;
+		case 'f': o->follow = true; break;
 		case 'D': ldr_debuginfod_off(); break;
 		case 'h':
 			printf("usage: %s\n", usage);

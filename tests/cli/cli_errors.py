@@ -8,6 +8,10 @@
   dump --pc 1149             hexadecimal as nm prints it: as --pc 0x1149
   validate --only NOSUCH     an error (exit 2), not 0 instructions and exit 0
   validate -- /nonexistent   the message names the program
+  run -f                     a forked child about to die of SIGSEGV has its
+                             stack printed under its own process id; the
+                             run ends with the program's status; without
+                             -f the child is not traced
 """
 import os
 import subprocess
@@ -60,6 +64,35 @@ check(p.returncode == 2 and "backstep: --only: nothing named no_such_function_an
 p = run("validate", "--", "/nonexistent/prog")
 check(p.returncode == 2 and "/nonexistent/prog: cannot run: No such file or directory" in
       p.stderr, "validate -- /nonexistent: exit %d, %r" % (p.returncode, p.stderr))
+
+# run -f: a child that crashes while the parent waits for it.
+import re
+import tempfile
+work = tempfile.mkdtemp(prefix="bk_cli_")
+src, prog = os.path.join(work, "forkcrash.c"), os.path.join(work, "forkcrash")
+with open(src, "w") as f:
+    f.write("""#include <sys/wait.h>
+#include <unistd.h>
+__attribute__((noinline)) static void child_crash(int *p) { *p = 1; }
+int main(void) {
+  pid_t c = fork();
+  if (c == 0) { child_crash((int *)8); _exit(0); }
+  int st; waitpid(c, &st, 0); return WIFSIGNALED(st) ? 3 : 4;
+}
+""")
+c = subprocess.run(["cc", "-O1", "-g", "-o", prog, src], capture_output=True, text=True)
+check(c.returncode == 0, "cc forkcrash: " + c.stderr)
+if c.returncode == 0:
+    p = run("run", "-f", "--no-cache", "--", prog)
+    m = re.search(r"backstep: (\d+): Segmentation fault \(signal 11\) in thread (\d+); stacks:",
+                  p.stderr)
+    check(p.returncode == 3 and m and m.group(1) == m.group(2) and
+          re.search(r"^Thread %s \(forkcrash\) received SIGSEGV" % (m.group(1) if m else "x"),
+                    p.stdout, re.M) and "in child_crash" in p.stdout,
+          "run -f: exit %d, stderr %r, stdout %r" % (p.returncode, p.stderr, p.stdout[:300]))
+    p = run("run", "--no-cache", "--", prog)
+    check(p.returncode == 3 and p.stdout == "" and p.stderr == "",
+          "run without -f: exit %d, %r %r" % (p.returncode, p.stdout[:200], p.stderr))
 
 print("cli errors: %d failed" % fails)
 sys.exit(1 if fails else 0)
