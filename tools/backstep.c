@@ -121,10 +121,12 @@ static void usage(FILE *f)
 	      "           [--max-frames N] [--json] [-q] -- PROGRAM [ARGS...]\n"
 	      "        run PROGRAM single-stepped and check the unwind at every\n"
 	      "        instruction of its code against a shadow stack\n"
-	      "  check [--json] [-v] FILE|DIR...\n"
+	      "  check [--json] [-v] [--stack] FILE|DIR...\n"
 	      "        static checks of unwind tables: gaps in FDE coverage, overlaps,\n"
 	      "        .eh_frame_hdr, decode and CFA-program errors, entry rows;\n"
-	      "        directories are searched for ELF files\n"
+	      "        directories are searched for ELF files. --stack: the stack\n"
+	      "        state the code implies against the CFI row at every\n"
+	      "        instruction of every function (x86-64)\n"
 	      "  help  this text\n",
 	      f);
 }

@@ -1,10 +1,15 @@
 /* backstep check: static checks of the unwind tables of ELF files and of
  * every ELF file under a directory (src/check/chk_tables.c does the
- * checking; this file walks directories and prints).
+ * checking; this file walks directories and prints). --stack runs the
+ * stack analysis instead (src/check/chk_stack.c): its findings are the
+ * instructions whose row differs from the code (errors) and the functions
+ * not checked in full (info, with their reason), its summary line per file
+ * "FILE: stack: ...", its exit status from differences alone.
  *
  * Output, one line per finding and a summary line per file:
  *   FILE: SEVERITY: KIND: DETAIL (SYMBOL+OFF, at SECTION+0xOFF)
  *   FILE: summary: ...
+ *   FILE: error: stack: ADDR INSN: DETAIL [row ROW; code CODE] (SYMBOL+OFF, ...)
  * Info findings are printed with -v only (always counted). With more than
  * one file a table of totals by kind closes the output. --json prints the
  * same as JSON Lines: {"type": "finding"|"file"|"total", ...}.
@@ -36,6 +41,7 @@
 struct check_opts {
 	bool json;
 	bool verbose;
+	bool stack;               /* --stack: the stack analysis instead */
 };
 
 struct seen {
@@ -49,6 +55,11 @@ struct totals {
 	size_t files_with_errors, files_with_warnings, relocatable;
 	uint64_t fdes_eh, fdes_debug, exec_bytes, covered_bytes, padding_bytes, gap_bytes;
 	size_t counts[CHK_NKINDS][CHK_SEV_N];
+	/* --stack */
+	size_t fdes, fn_full, fn_partial, fn_skipped, fn_from_row, fn_with_diffs, files_with_diffs;
+	size_t fn_by_reason[CHK_SR_N];
+	uint64_t insns, fill, checked, diffs, rules_compared, rules_unknown;
+	uint64_t unchecked[CHK_SR_N];
 	char **no_tables;
 	size_t nno_tables, cap_no_tables;
 	struct seen *seen;        /* files checked, open addressing */
@@ -209,10 +220,271 @@ static int note_no_tables(const char *path)
 	return 0;
 }
 
+/* ---- --stack ------------------------------------------------------------ */
+
+#ifdef BK_HAVE_STACK
+static void print_stack_finding(const char *path, const struct chk_stack_finding *f)
+{
+	const char *kind = f->difference ? "stack" : "cannot-analyse";
+	if (g_opts->json) {
+		out_s("{\"type\": \"finding\", \"file\": ");
+		out_json_str(path);
+		out_s(f->difference ? ", \"severity\": \"error\"" : ", \"severity\": \"info\"");
+		out_fmt(", \"kind\": \"%s\"", kind);
+		if (!f->difference) {
+			out_s(", \"reason\": ");
+			out_json_str(chk_stack_reason_name(f->reason));
+		}
+		out_s(", \"section\": \"");
+		out_s(f->section);
+		out_s("\", \"addr\": \"");
+		out_addr(f->addr);
+		out_s("\", \"fde\": [\"");
+		out_addr(f->fde_lo);
+		out_s("\", \"");
+		out_addr(f->fde_hi);
+		out_s("\"], \"entry_offset\": \"");
+		out_addr(f->fde_off);
+		out_c('"');
+		if (f->symbol) {
+			out_s(", \"symbol\": ");
+			out_json_str(f->symbol);
+			out_s(", \"offset\": \"");
+			out_addr(f->sym_off);
+			out_c('"');
+		}
+		if (f->difference) {
+			out_s(", \"insn\": ");
+			out_json_str(f->insn);
+			out_s(", \"row\": ");
+			out_json_str(f->row);
+			out_s(", \"code\": ");
+			out_json_str(f->code);
+		}
+		out_s(", \"detail\": ");
+		out_json_str(f->detail);
+		out_s("}\n");
+		return;
+	}
+	out_s(path);
+	if (f->difference) {
+		out_s(": error: stack: ");
+		out_addr(f->addr);
+		out_s(" ");
+		out_s(f->insn);
+		out_s(": ");
+		out_s(f->detail);
+		out_s(" [row ");
+		out_s(f->row);
+		out_s("; code ");
+		out_s(f->code);
+		out_s("]");
+	} else {
+		out_s(": info: cannot-analyse: ");
+		out_s(chk_stack_reason_name(f->reason));
+		out_s(": ");
+		out_s(f->detail);
+	}
+	out_s(" (");
+	if (f->symbol) {
+		out_s(f->symbol);
+		out_c('+');
+		out_addr(f->sym_off);
+		out_s(", ");
+	}
+	out_s("at ");
+	out_s(f->section);
+	out_c('+');
+	out_addr(f->fde_off);
+	out_s(")\n");
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 100.0;
+}
+
+/* "indirect jump 3, unreached 1" from COUNTS, or "none". */
+static void print_reason_list(const uint64_t *counts)
+{
+	bool any = false;
+	for (int k = 0; k < CHK_SR_N; k++)
+		if (counts[k]) {
+			out_fmt("%s%s %" PRIu64, any ? ", " : "",
+				chk_stack_reason_name((enum chk_stack_reason)k), counts[k]);
+			any = true;
+		}
+	if (!any)
+		out_s("none");
+}
+
+static void print_reason_json(const char *key, const uint64_t *counts)
+{
+	out_fmt(", \"%s\": {", key);
+	for (int k = 0; k < CHK_SR_N; k++) {
+		out_s(k ? ", " : "");
+		out_json_str(chk_stack_reason_name((enum chk_stack_reason)k));
+		out_fmt(": %" PRIu64, counts[k]);
+	}
+	out_c('}');
+}
+
+static void print_stack_summary(const char *path, const struct chk_stack_report *r)
+{
+	uint64_t by_fn[CHK_SR_N];
+	for (int k = 0; k < CHK_SR_N; k++)
+		by_fn[k] = r->fn_by_reason[k];
+	if (g_opts->json) {
+		out_s("{\"type\": \"file\", \"file\": ");
+		out_json_str(path);
+		out_fmt(", \"arch\": \"%s\", \"fdes\": %zu, \"functions_full\": %zu, "
+			"\"functions_partial\": %zu, \"functions_skipped\": %zu, "
+			"\"functions_from_row\": %zu, \"functions_with_differences\": %zu, "
+			"\"instructions\": %" PRIu64 ", \"fill\": %" PRIu64 ", \"checked\": %" PRIu64
+			", \"differences\": %zu, \"differences_cfa\": %zu, \"differences_ra\": %zu, "
+			"\"differences_regs\": %zu, \"rules_compared\": %" PRIu64
+			", \"rules_unknown\": %" PRIu64 ", \"suppressed\": %zu",
+			r->arch ? r->arch : "?", r->fdes, r->fn_full, r->fn_partial, r->fn_skipped,
+			r->fn_from_row, r->fn_with_diffs, r->insns, r->fill, r->checked, r->diffs,
+			r->diffs_cfa, r->diffs_ra, r->diffs_regs, r->rules_compared, r->rules_unknown,
+			r->suppressed);
+		print_reason_json("not_checked", r->unchecked);
+		print_reason_json("given_up", by_fn);
+		out_s("}\n");
+		return;
+	}
+	if (r->suppressed)
+		out_fmt("%s: note: %zu more findings not kept\n", path, r->suppressed);
+	out_fmt("%s: stack: %zu functions (%zu in full, %zu in part, %zu not; %zu from their first "
+		"row); %" PRIu64 " of %" PRIu64 " instructions checked (%.2f%%), %zu difference%s",
+		path, r->fdes, r->fn_full, r->fn_partial, r->fn_skipped, r->fn_from_row, r->checked,
+		r->insns, pct(r->checked, r->insns), r->diffs, r->diffs == 1 ? "" : "s");
+	if (r->diffs)
+		out_fmt(" in %zu function%s", r->fn_with_diffs, r->fn_with_diffs == 1 ? "" : "s");
+	out_s("; not checked: ");
+	print_reason_list(r->unchecked);
+	out_c('\n');
+}
+
+/* The stack analysis of one ELF file: 0 no difference, 1 differences, 2
+ * unreadable (or, named by the user, not analysable). */
+static int stack_file(const char *path, bool quiet_clean)
+{
+	struct chk_stack_opts o = { .size = sizeof(o) };
+	struct chk_stack_report r;
+	int err = chk_stack_file(path, &o, &r);
+	if (err) {
+		out_flush();
+		if (err == BK_E_UNSUPPORTED && quiet_clean && r.arch != NULL) {
+			g_tot.unsupported++;
+			chk_stack_report_free(&r);
+			return 0;
+		}
+		if (err == BK_E_UNSUPPORTED && r.unsupported)
+			cli_error(path, "%s", chk_stack_unsupported(&r));
+		else
+			cli_file_error(path, err);
+		chk_stack_report_free(&r);
+		g_tot.unreadable++;
+		return 2;
+	}
+	struct totals *t = &g_tot;
+	t->elf_files++;
+	t->fdes += r.fdes;
+	t->fn_full += r.fn_full;
+	t->fn_partial += r.fn_partial;
+	t->fn_skipped += r.fn_skipped;
+	t->fn_from_row += r.fn_from_row;
+	t->fn_with_diffs += r.fn_with_diffs;
+	t->files_with_diffs += r.diffs > 0;
+	t->insns += r.insns;
+	t->fill += r.fill;
+	t->checked += r.checked;
+	t->diffs += r.diffs;
+	t->rules_compared += r.rules_compared;
+	t->rules_unknown += r.rules_unknown;
+	for (int k = 0; k < CHK_SR_N; k++) {
+		t->fn_by_reason[k] += r.fn_by_reason[k];
+		t->unchecked[k] += r.unchecked[k];
+	}
+	for (size_t i = 0; i < r.nf; i++)
+		if (r.f[i].difference || g_opts->verbose || g_opts->json)
+			print_stack_finding(path, &r.f[i]);
+	if (!quiet_clean || r.diffs || g_opts->verbose || g_opts->json)
+		print_stack_summary(path, &r);
+	int status = r.diffs ? 1 : 0;
+	chk_stack_report_free(&r);
+	return status;
+}
+
+static void print_stack_totals(void)
+{
+	struct totals *t = &g_tot;
+	uint64_t by_fn[CHK_SR_N];
+	for (int k = 0; k < CHK_SR_N; k++)
+		by_fn[k] = t->fn_by_reason[k];
+	if (g_opts->json) {
+		out_fmt("{\"type\": \"total\", \"elf_files\": %zu, \"non_elf\": %zu, "
+			"\"special\": %zu, \"duplicates\": %zu, \"unreadable\": %zu, "
+			"\"unsupported\": %zu, \"files_with_differences\": %zu, \"fdes\": %zu, "
+			"\"functions_full\": %zu, \"functions_partial\": %zu, "
+			"\"functions_skipped\": %zu, \"functions_from_row\": %zu, "
+			"\"functions_with_differences\": %zu, \"instructions\": %" PRIu64
+			", \"fill\": %" PRIu64 ", \"checked\": %" PRIu64 ", \"differences\": %" PRIu64
+			", \"rules_compared\": %" PRIu64 ", \"rules_unknown\": %" PRIu64,
+			t->elf_files, t->nonelf, t->special, t->dup, t->unreadable, t->unsupported,
+			t->files_with_diffs, t->fdes, t->fn_full, t->fn_partial, t->fn_skipped,
+			t->fn_from_row, t->fn_with_diffs, t->insns, t->fill, t->checked, t->diffs,
+			t->rules_compared, t->rules_unknown);
+		print_reason_json("not_checked", t->unchecked);
+		print_reason_json("given_up", by_fn);
+		out_s("}\n");
+		return;
+	}
+	out_s("\n== backstep check --stack: totals ==\n");
+	out_fmt("ELF files analysed    %zu (%zu with differences)\n", t->elf_files,
+		t->files_with_diffs);
+	out_fmt("skipped               %zu non-ELF, %zu special files, %zu already seen (links), "
+		"%zu links to directories, %zu not analysable (machine, relocatable)\n", t->nonelf,
+		t->special, t->dup, t->dir_links, t->unsupported);
+	if (t->too_deep)
+		out_fmt("not entered           %zu directories nested deeper than %d\n", t->too_deep,
+			MAX_DEPTH);
+	out_fmt("unreadable ELF files  %zu\n", t->unreadable);
+	out_fmt("functions (FDEs)      %zu: %zu in full, %zu in part, %zu not; %zu from their first "
+		"row\n", t->fdes, t->fn_full, t->fn_partial, t->fn_skipped, t->fn_from_row);
+	out_fmt("instructions          %" PRIu64 ": %" PRIu64 " checked (%.2f%%), %" PRIu64
+		" fill not reached\n", t->insns, t->checked, pct(t->checked, t->insns), t->fill);
+	out_fmt("register rules        %" PRIu64 " compared, %" PRIu64 " undecided\n",
+		t->rules_compared, t->rules_unknown);
+	out_fmt("differences           %" PRIu64 " instructions in %zu functions\n", t->diffs,
+		t->fn_with_diffs);
+	out_s("not checked           ");
+	print_reason_list(t->unchecked);
+	out_s("\nfunctions given up    ");
+	print_reason_list(by_fn);
+	out_c('\n');
+}
+#else
+static int stack_file(const char *path, bool quiet_clean)
+{
+	(void)quiet_clean;
+	cli_error(path, "check --stack: not built: Capstone was not found at configure time");
+	g_tot.unreadable++;
+	return 2;
+}
+
+static void print_stack_totals(void)
+{
+}
+#endif
+
 /* Check one ELF file: 0 clean, 1 errors found, 2 unreadable. QUIET_CLEAN:
  * print no summary line for a file with no error or warning (directories). */
 static int check_file(const char *path, bool quiet_clean)
 {
+	if (g_opts->stack)
+		return stack_file(path, quiet_clean);
 	struct chk_opts o = { .size = sizeof(o) };
 	struct chk_report r;
 	int err = chk_file(path, &o, &r);
@@ -376,6 +648,10 @@ static int check_dir(const char *dir, unsigned depth)
 static void print_totals(void)
 {
 	struct totals *t = &g_tot;
+	if (g_opts->stack) {
+		print_stack_totals();
+		return;
+	}
 	if (g_opts->json) {
 		out_fmt("{\"type\": \"total\", \"elf_files\": %zu, \"non_elf\": %zu, \"special\": %zu, "
 			"\"duplicates\": %zu, \"unreadable\": %zu, \"unsupported\": %zu, "
@@ -431,13 +707,18 @@ static void print_totals(void)
 		sum[CHK_SEV_INFO]);
 }
 
-static const char usage_text[] = "usage: backstep check [--json] [-v] FILE|DIR...\n";
+static const char usage_text[] =
+	"usage: backstep check [--json] [-v] [--stack] FILE|DIR...\n"
+	"  --stack  compare the stack state the code implies with the CFI row at\n"
+	"           every instruction of every function (x86-64); exit status 1\n"
+	"           when they differ anywhere, whatever the table checks say\n";
 
 int cmd_check(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "stack", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -448,12 +729,14 @@ int cmd_check(int argc, char **argv)
 		switch (ch) {
 		case 'j': opts.json = true; break;
 		case 'v': opts.verbose = true; break;
+		case 's': opts.stack = true; break;
 		case 'h': out_s(usage_text); out_flush(); return 0;
 		default: return 2;
 		}
 	}
 	if (optind >= argc) {
-		cli_error("check", "no file named (usage: backstep check [--json] [-v] FILE|DIR...)");
+		cli_error("check", "no file named (usage: backstep check [--json] [-v] [--stack] "
+			  "FILE|DIR...)");
 		return 2;
 	}
 	g_opts = &opts;

@@ -21,7 +21,6 @@
  */
 #include <gelf.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,14 +63,6 @@ const char *chk_sev_name(enum chk_sev sev)
 
 /* ---- State -------------------------------------------------------------- */
 
-/* An address range of the file: an executable (or any allocated) section,
- * or a PF_X segment when there are no section headers. */
-struct region {
-	uint64_t lo, hi;
-	const char *name;     /* section name (libelf's string) or NULL */
-	const uint8_t *data;  /* its bytes, or NULL (NOBITS; segments) */
-};
-
 /* An FDE that decoded. */
 struct fde_rec {
 	uint64_t lo, hi;      /* [pc_begin, pc_end) */
@@ -103,16 +94,8 @@ struct ctx {
 	struct chk_report *r;
 	unsigned max_per_kind;
 	int nomem;            /* BK_E_NOMEM once an allocation failed */
-	struct ldr_elf *ldr;
+	struct chk_image im;  /* the file: sections, symbols */
 	const struct arch_info *arch;
-	struct sym_elf se;
-	bool have_se;
-	struct sym_file *syms;
-	struct region *exec;  /* executable ranges, sorted */
-	size_t nexec;
-	struct region *alloc; /* every SHF_ALLOC section, for naming addresses */
-	size_t nalloc;
-	bool exec_from_segments;
 	struct fde_vec fdes[2]; /* .eh_frame, .debug_frame */
 	size_t eh_fde_entries;  /* FDE entries framed in .eh_frame, decoded or not */
 };
@@ -120,43 +103,6 @@ struct ctx {
 static const char *const sec_names[2] = { ".eh_frame", ".debug_frame" };
 
 /* ---- Findings ----------------------------------------------------------- */
-
-/* The function symbol covering ADDR, or NULL. */
-static struct sym_symbol *find_sym(const struct ctx *c, uint64_t addr)
-{
-	const struct sym_file *f = c->syms;
-	if (!f || !f->nsyms)
-		return NULL;
-	size_t lo = BASE_COUNT_LE(f->syms, f->nsyms, start, addr); /* first start > addr */
-	/* Walk back while an earlier symbol can still reach ADDR. */
-	for (size_t i = lo; i > 0 && f->sym_max_end[i - 1] > addr; i--)
-		if (f->syms[i - 1].end > addr)
-			return &f->syms[i - 1];
-	return NULL;
-}
-
-/* The start of the first symbol above ADDR, or UINT64_MAX. */
-static uint64_t next_sym_start(const struct ctx *c, uint64_t addr)
-{
-	const struct sym_file *f = c->syms;
-	if (!f || !f->nsyms)
-		return UINT64_MAX;
-	size_t lo = BASE_COUNT_LE(f->syms, f->nsyms, start, addr);
-	return lo < f->nsyms ? f->syms[lo].start : UINT64_MAX;
-}
-
-/* The symbol starting exactly at ADDR, or NULL. */
-static struct sym_symbol *sym_at(const struct ctx *c, uint64_t addr)
-{
-	struct sym_symbol *s = find_sym(c, addr);
-	return s && s->start == addr ? s : NULL;
-}
-
-static const struct region *region_of(const struct region *v, size_t n, uint64_t addr)
-{
-	size_t lo = BASE_COUNT_LE(v, n, lo, addr);
-	return lo && addr < v[lo - 1].hi ? &v[lo - 1] : NULL;
-}
 
 struct where {
 	const char *section;
@@ -216,8 +162,8 @@ static void add(struct ctx *c, enum chk_sev sev, enum chk_kind kind, const struc
 		f->entry_off = w->entry_off;
 	}
 	if (f->has_addr && !c->r->relocatable) {
-		struct sym_symbol *s = find_sym(c, f->addr);
-		const char *name = s ? sym_symbol_name(c->syms, s) : NULL;
+		struct sym_symbol *s = chk_image_sym(&c->im, f->addr);
+		const char *name = chk_image_sym_name(&c->im, s);
 		if (name) {
 			f->symbol = base_strdup(name);
 			f->sym_off = f->addr - s->start;
@@ -226,7 +172,7 @@ static void add(struct ctx *c, enum chk_sev sev, enum chk_kind kind, const struc
 				return;
 			}
 		} else {
-			const struct region *rg = region_of(c->alloc, c->nalloc, f->addr);
+			const struct chk_region *rg = chk_region_of(c->im.alloc, c->im.nalloc, f->addr);
 			if (rg && rg->name && !(f->code_section = base_strdup(rg->name))) {
 				c->nomem = BK_E_NOMEM;
 				return;
@@ -256,118 +202,19 @@ static struct where at_fde(int k, uint64_t off, uint64_t lo, uint64_t hi)
 
 /* ---- File layout -------------------------------------------------------- */
 
-static int cmp_region(const void *a, const void *b)
-{
-	const struct region *x = a, *y = b;
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-static int push_region(struct region **v, size_t *n, size_t *cap, struct region r)
-{
-	if (*n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		void *p = base_realloc(*v, ncap * sizeof(**v));
-		if (!p)
-			return BK_E_NOMEM;
-		*v = p;
-		*cap = ncap;
-	}
-	(*v)[(*n)++] = r;
-	return 0;
-}
-
-/* Executable sections (with their bytes) and allocated sections, from the
- * section headers; PF_X segments when there are none. */
-static int read_layout(struct ctx *c)
-{
-	size_t exec_cap = 0, alloc_cap = 0;
-	int err;
-	if (c->have_se) {
-		Elf *elf = c->se.elf;
-		Elf_Scn *scn = NULL;
-		while ((scn = elf_nextscn(elf, scn))) {
-			GElf_Shdr sh;
-			if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC) || sh.sh_size == 0 ||
-			    sh.sh_addr + sh.sh_size < sh.sh_addr)
-				continue;
-			const char *name = c->se.shstrndx ?
-				elf_strptr(elf, c->se.shstrndx, sh.sh_name) : NULL;
-			struct region rg = { sh.sh_addr, sh.sh_addr + sh.sh_size, name, NULL };
-			if ((err = push_region(&c->alloc, &c->nalloc, &alloc_cap, rg)))
-				return err;
-			if (!(sh.sh_flags & SHF_EXECINSTR))
-				continue;
-			if (sh.sh_type != SHT_NOBITS) {
-				Elf_Data *d = elf_getdata(scn, NULL);
-				if (d && d->d_buf && d->d_size == sh.sh_size)
-					rg.data = d->d_buf;
-			}
-			if ((err = push_region(&c->exec, &c->nexec, &exec_cap, rg)))
-				return err;
-		}
-	}
-	if (!c->nalloc) {
-		c->exec_from_segments = true;
-		for (size_t i = 0; i < c->ldr->nsegs; i++) {
-			const struct ldr_segment *s = &c->ldr->segs[i];
-			if (!(s->flags & PF_X) || s->memsz == 0 || s->vaddr + s->memsz < s->vaddr)
-				continue;
-			struct region rg = { s->vaddr, s->vaddr + s->memsz, NULL, NULL };
-			if ((err = push_region(&c->exec, &c->nexec, &exec_cap, rg)))
-				return err;
-		}
-	}
-	if (c->nexec)
-		qsort(c->exec, c->nexec, sizeof(*c->exec), cmp_region);
-	if (c->nalloc)
-		qsort(c->alloc, c->nalloc, sizeof(*c->alloc), cmp_region);
-	return 0;
-}
-
-static int load_symbols(struct ctx *c)
-{
-	if (!c->have_se)
-		return 0;
-	struct sym_file *f = base_calloc(1, sizeof(*f));
-	if (!f)
-		return BK_E_NOMEM;
-	if (pthread_mutex_init(&f->lock, NULL) != 0) {
-		base_free(f);
-		return BK_E_NOMEM;
-	}
-	f->files.elem = sizeof(const char *);
-	c->syms = f;
-	/* As src/sym prefers them: .symtab, the separate debug file's
-	 * .symtab (stripped system libraries), .dynsym. */
-	int err = sym_elf_symbols(f, &c->se, SHT_SYMTAB);
-	struct ldr_elf *dbg;
-	if (!err && f->nsyms == 0 && c->ldr->path &&
-	    ldr_open_debug_file(c->ldr, NULL, &dbg) == 0) {
-		struct sym_elf de;
-		if (sym_elf_open(dbg->path, &de) == 0) {
-			err = sym_elf_symbols(f, &de, SHT_SYMTAB);
-			sym_elf_close(&de);
-		}
-		ldr_close(dbg);
-	}
-	if (!err && f->nsyms == 0)
-		err = sym_elf_symbols(f, &c->se, SHT_DYNSYM);
-	return err;
-}
-
 /* True when [lo, hi) lies in executable code: inside one region, or a run
  * of regions that touch. */
 static bool in_exec(const struct ctx *c, uint64_t lo, uint64_t hi)
 {
-	const struct region *rg = region_of(c->exec, c->nexec, lo);
+	const struct chk_region *rg = chk_region_of(c->im.exec, c->im.nexec, lo);
 	if (!rg)
 		return false;
-	for (size_t i = (size_t)(rg - c->exec); i < c->nexec; i++) {
-		if (c->exec[i].lo > lo)
+	for (size_t i = (size_t)(rg - c->im.exec); i < c->im.nexec; i++) {
+		if (c->im.exec[i].lo > lo)
 			return false;
-		if (hi <= c->exec[i].hi)
+		if (hi <= c->im.exec[i].hi)
 			return true;
-		lo = c->exec[i].hi;
+		lo = c->im.exec[i].hi;
 	}
 	return false;
 }
@@ -498,7 +345,7 @@ static void check_entry_row(struct ctx *c, int k, const struct cfi_cie *cie,
 		ra_col[0] = 0;
 	const char *want = a->arch == BK_ARCH_X86_64 ? "CFA=rsp+8, RA at CFA-8"
 						     : "CFA=sp+0, x30 unchanged";
-	struct sym_symbol *s = c->r->relocatable ? NULL : sym_at(c, fde->pc_begin);
+	struct sym_symbol *s = c->r->relocatable ? NULL : chk_image_sym_at(&c->im, fde->pc_begin);
 	if (s && is_lazy_binding_trampoline(s->name) && ra && ra->kind == BK_RULE_OFFSET) {
 		add(c, CHK_SEV_INFO, CHK_ENTRY_ROW, &w,
 		    "first row CFA=%s: a lazy-binding trampoline, entered by a jump from PLT0 "
@@ -508,7 +355,7 @@ static void check_entry_row(struct ctx *c, int k, const struct cfi_cie *cie,
 		    "first row CFA=%s, RA%s %s; a function entry needs %s", cfa_text, ra_col,
 		    ra_text, want);
 	} else {
-		const struct region *rg = region_of(c->alloc, c->nalloc, fde->pc_begin);
+		const struct chk_region *rg = chk_region_of(c->im.alloc, c->im.nalloc, fde->pc_begin);
 		bool plt = rg && rg->name && !strncmp(rg->name, ".plt", 4);
 		add(c, CHK_SEV_INFO, CHK_ENTRY_ROW, &w,
 		    "first row CFA=%s, RA%s %s: %s", cfa_text, ra_col, ra_text,
@@ -685,8 +532,8 @@ static void check_fde(struct ctx *c, int k, const struct cfi_section *sec, struc
 			    fde.pc_begin, fde.pc_end);
 			return;
 		}
-		const struct region *in = region_of(c->alloc, c->nalloc, fde.pc_begin);
-		const struct region *x = region_of(c->exec, c->nexec, fde.pc_begin);
+		const struct chk_region *in = chk_region_of(c->im.alloc, c->im.nalloc, fde.pc_begin);
+		const struct chk_region *x = chk_region_of(c->im.exec, c->im.nexec, fde.pc_begin);
 		add(c, CHK_SEV_ERROR, CHK_OUTSIDE, &w,
 		    "FDE 0x%" PRIx64 "..0x%" PRIx64 " %s%s%s", fde.pc_begin, fde.pc_end,
 		    x ? "runs past the end of executable " : "is not in executable code (it starts in ",
@@ -746,35 +593,35 @@ static struct fde_rec *fde_by_off(struct fde_vec *v, uint64_t off)
 
 static void check_hdr(struct ctx *c, const struct cfi_section *eh)
 {
-	const struct ldr_section *h = &c->ldr->eh_frame_hdr;
+	const struct ldr_section *h = &c->im.ldr->eh_frame_hdr;
 	static const char hname[] = ".eh_frame_hdr";
 	struct where w0 = { .section = hname };
 
 	if (!h->present || !h->data) {
 		if (!c->eh_fde_entries)
 			return; /* nothing to index: linkers then make no header */
-		if (eh && c->ldr->type == ET_DYN)
+		if (eh && c->im.ldr->type == ET_DYN)
 			add(c, CHK_SEV_WARNING, CHK_HDR, &w0,
 			    "no .eh_frame_hdr: a runtime cannot find this object's FDEs by address");
-		else if (eh && c->ldr->type == ET_EXEC)
+		else if (eh && c->im.ldr->type == ET_EXEC)
 			add(c, CHK_SEV_INFO, CHK_HDR, &w0,
 			    "no .eh_frame_hdr (usual for static executables, which register "
 			    ".eh_frame at startup)");
 		return;
 	}
-	if (c->ldr->has_eh_frame_hdr_seg && c->ldr->eh_frame_hdr_vaddr != h->addr)
+	if (c->im.ldr->has_eh_frame_hdr_seg && c->im.ldr->eh_frame_hdr_vaddr != h->addr)
 		add(c, CHK_SEV_ERROR, CHK_HDR, &w0,
 		    "PT_GNU_EH_FRAME at 0x%" PRIx64 " but the section is at 0x%" PRIx64,
-		    c->ldr->eh_frame_hdr_vaddr, h->addr);
-	else if (!c->ldr->has_eh_frame_hdr_seg && c->ldr->nsegs)
+		    c->im.ldr->eh_frame_hdr_vaddr, h->addr);
+	else if (!c->im.ldr->has_eh_frame_hdr_seg && c->im.ldr->nsegs)
 		add(c, CHK_SEV_WARNING, CHK_HDR, &w0,
 		    "no PT_GNU_EH_FRAME segment names the section: runtimes will not find it");
 
 	struct buf b = buf_make(h->data, h->len);
 	struct base_ptr_ctx ctx = {
 		.sec_data = h->data, .sec_addr = h->addr,
-		.text_addr = c->ldr->text.present ? c->ldr->text.addr : 0,
-		.data_addr = h->addr, .addr_size = c->ldr->addr_size, .mem = NULL,
+		.text_addr = c->im.ldr->text.present ? c->im.ldr->text.addr : 0,
+		.data_addr = h->addr, .addr_size = c->im.ldr->addr_size, .mem = NULL,
 	};
 	uint8_t version, ptr_enc, count_enc, table_enc;
 	if (buf_u8(&b, &version) || buf_u8(&b, &ptr_enc) || buf_u8(&b, &count_enc) ||
@@ -964,7 +811,7 @@ static size_t x86_fill_len(const uint8_t *p, size_t n)
 static size_t fill_prefix(const struct ctx *c, uint64_t addr, const uint8_t *p, size_t n,
 			  size_t avail)
 {
-	uint16_t m = c->ldr->machine;
+	uint16_t m = c->im.ldr->machine;
 	size_t i = 0;
 	if (m == EM_X86_64 || m == EM_386) {
 		while (i < n) {
@@ -1011,13 +858,13 @@ static bool looks_like_strings(const uint8_t *p, size_t n)
 }
 
 /* Classify the uncovered bytes [lo, hi) of region RG. */
-static void uncovered(struct ctx *c, const struct region *rg, uint64_t lo, uint64_t hi)
+static void uncovered(struct ctx *c, const struct chk_region *rg, uint64_t lo, uint64_t hi)
 {
 	uint8_t *tmp = NULL;
 	uint64_t pos = lo;
 	while (pos < hi && !c->nomem) {
-		struct sym_symbol *s = find_sym(c, pos);
-		uint64_t end = s ? s->end : next_sym_start(c, pos);
+		struct sym_symbol *s = chk_image_sym(&c->im, pos);
+		uint64_t end = s ? s->end : chk_image_next_sym_start(&c->im, pos);
 		if (end > hi || end <= pos)
 			end = hi;
 		size_t n = (size_t)(end - pos);
@@ -1033,7 +880,7 @@ static void uncovered(struct ctx *c, const struct region *rg, uint64_t lo, uint6
 				c->nomem = BK_E_NOMEM;
 				break;
 			}
-			if (!ldr_read_vaddr(c->ldr, pos, tmp, n))
+			if (!ldr_read_vaddr(c->im.ldr, pos, tmp, n))
 				bytes = tmp;
 		}
 		/* Leading fill is padding after the previous function; a gap
@@ -1042,7 +889,7 @@ static void uncovered(struct ctx *c, const struct region *rg, uint64_t lo, uint6
 		c->r->padding_bytes += lead >= n ? n : lead;
 		if (lead < n) {
 			pos += lead;
-			s = find_sym(c, pos);
+			s = chk_image_sym(&c->im, pos);
 			struct where w = { .has_addr = true, .addr = pos, .end = end };
 			if (bytes && looks_like_strings(bytes + lead, (size_t)(end - pos))) {
 				add(c, CHK_SEV_INFO, CHK_GAP, &w,
@@ -1094,9 +941,9 @@ static void check_coverage(struct ctx *c)
 		}
 	}
 	size_t j = 0;
-	for (size_t i = 0; i < c->nexec && !c->nomem; i++) {
-		const struct region *rg = &c->exec[i];
-		if (!rg->data && !c->exec_from_segments)
+	for (size_t i = 0; i < c->im.nexec && !c->nomem; i++) {
+		const struct chk_region *rg = &c->im.exec[i];
+		if (!rg->data && !c->im.exec_from_segments)
 			continue; /* NOBITS: a debug file's code is elsewhere */
 		c->r->exec_bytes += rg->hi - rg->lo;
 		while (j > 0 && all[j - 1].hi > rg->lo)
@@ -1127,28 +974,25 @@ int chk_file(const char *path, const struct chk_opts *opts, struct chk_report *r
 	struct ctx c = { .r = report, .max_per_kind = DEFAULT_MAX_PER_KIND };
 	if (opts && opts->size >= sizeof(*opts) && opts->max_per_kind)
 		c.max_per_kind = opts->max_per_kind;
-	int err = ldr_open_path(path, &c.ldr);
+	int err = chk_image_open(path, &c.im);
 	if (err)
 		return err;
-	c.arch = c.ldr->arch;
+	c.arch = c.im.arch;
 	report->arch = c.arch ? c.arch->name : NULL;
-	report->relocatable = c.ldr->type == ET_REL;
-	c.have_se = sym_elf_open(path, &c.se) == 0;
-	if ((err = read_layout(&c)) || (err = load_symbols(&c)))
-		goto out;
+	report->relocatable = c.im.relocatable;
 
 	struct cfi_section secs[2];
 	bool present[2];
 	for (int k = 0; k < 2; k++)
-		present[k] = uw_cfi_section(c.ldr, k == 0 ? UW_EH_FRAME : UW_DEBUG_FRAME, &secs[k]);
+		present[k] = uw_cfi_section(c.im.ldr, k == 0 ? UW_EH_FRAME : UW_DEBUG_FRAME, &secs[k]);
 	report->has_eh_frame = present[0];
 	report->has_debug_frame = present[1];
-	report->has_eh_frame_hdr = c.ldr->eh_frame_hdr.present && c.ldr->eh_frame_hdr.data;
+	report->has_eh_frame_hdr = c.im.ldr->eh_frame_hdr.present && c.im.ldr->eh_frame_hdr.data;
 	if (!present[0] && !present[1]) {
 		report->no_tables = true;
 		bool code = false;
-		for (size_t i = 0; i < c.nexec; i++)
-			code = code || c.exec[i].data || c.exec_from_segments;
+		for (size_t i = 0; i < c.im.nexec; i++)
+			code = code || c.im.exec[i].data || c.im.exec_from_segments;
 		add(&c, code ? CHK_SEV_WARNING : CHK_SEV_INFO, CHK_NO_TABLES, NULL,
 		    code ? "executable code but no .eh_frame or .debug_frame"
 			 : "no .eh_frame or .debug_frame (and no code)");
@@ -1168,13 +1012,7 @@ int chk_file(const char *path, const struct chk_opts *opts, struct chk_report *r
 out:
 	for (int k = 0; k < 2; k++)
 		base_free(c.fdes[k].p);
-	base_free(c.exec);
-	base_free(c.alloc);
-	if (c.syms)
-		sym_close(c.syms);
-	if (c.have_se)
-		sym_elf_close(&c.se);
-	ldr_close(c.ldr);
+	chk_image_close(&c.im);
 	return err;
 }
 

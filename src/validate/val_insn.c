@@ -9,77 +9,28 @@
  * Far calls and returns (lcall, retf, iret) do not occur in 64-bit user
  * code and are left as OTHER.
  */
-#include <capstone/capstone.h>
-#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "val.h"
 
 #include "../base/base.h"
+#include "../insn/insn.h"
 
-/* Capstone, loaded on first use: the library of the ABI these headers
- * describe (libcapstone.so.CS_API_MAJOR), else the development link. */
-#define STR_(x) #x
-#define STR(x) STR_(x)
-static struct {
-	bool tried, ok;
-	__typeof__(cs_open) *open;
-	__typeof__(cs_option) *option;
-	__typeof__(cs_malloc) *malloc;
-	__typeof__(cs_free) *free;
-	__typeof__(cs_close) *close;
-	__typeof__(cs_disasm_iter) *disasm_iter;
-	__typeof__(cs_insn_group) *insn_group;
-} cs;
-
-static bool load_capstone(void)
-{
-	if (cs.tried)
-		return cs.ok;
-	cs.tried = true;
-	void *h = dlopen("libcapstone.so." STR(CS_API_MAJOR), RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		h = dlopen("libcapstone.so", RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		return false;
-	/* POSIX: a function pointer round-trips through void *. */
-#define SYM(field, name) *(void **)&cs.field = dlsym(h, name)
-	SYM(open, "cs_open");
-	SYM(option, "cs_option");
-	SYM(malloc, "cs_malloc");
-	SYM(free, "cs_free");
-	SYM(close, "cs_close");
-	SYM(disasm_iter, "cs_disasm_iter");
-	SYM(insn_group, "cs_insn_group");
-#undef SYM
-	cs.ok = cs.open && cs.option && cs.malloc && cs.free && cs.close && cs.disasm_iter &&
-		cs.insn_group;
-	return cs.ok; /* the handle stays open: the functions are used to the end */
-}
-
+/* A decoder is one src/insn decoder (Capstone, loaded on first use). */
 struct val_decoder {
-	csh cs;
-	cs_insn *insn;
+	struct insn_dec *dec;
 };
 
 int val_decoder_open(struct val_decoder **out)
 {
-	if (!load_capstone())
-		return BK_E_UNSUPPORTED;
 	struct val_decoder *d = base_calloc(1, sizeof(*d));
 	if (!d)
 		return BK_E_NOMEM;
-	if (cs.open(CS_ARCH_X86, CS_MODE_64, &d->cs) != CS_ERR_OK) {
+	int err = insn_open(BK_ARCH_X86_64, &d->dec);
+	if (err) {
 		base_free(d);
-		return BK_E_UNSUPPORTED;
-	}
-	cs.option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
-	d->insn = cs.malloc(d->cs);
-	if (!d->insn) {
-		cs.close(&d->cs);
-		base_free(d);
-		return BK_E_NOMEM;
+		return err;
 	}
 	*out = d;
 	return 0;
@@ -89,27 +40,24 @@ void val_decoder_close(struct val_decoder *d)
 {
 	if (!d)
 		return;
-	cs.free(d->insn, 1);
-	cs.close(&d->cs);
+	insn_close(d->dec);
 	base_free(d);
 }
 
 void val_decode(struct val_decoder *d, const uint8_t *bytes, size_t len, uint64_t pc,
 		struct val_code *out)
 {
-	const uint8_t *p = bytes;
-	uint64_t addr = pc;
 	out->pc = pc;
 	out->len = 1;
 	out->kind = VAL_INSN_UNKNOWN;
-	if (!len || !cs.disasm_iter(d->cs, &p, &len, &addr, d->insn))
+	const cs_insn *i = insn_decode(d->dec, bytes, len, pc);
+	if (!i)
 		return;
-	cs_insn *i = d->insn;
 	out->len = (uint8_t)i->size;
 	out->kind = VAL_INSN_OTHER;
-	if (i->id == X86_INS_CALL && cs.insn_group(d->cs, i, CS_GRP_CALL))
+	if (i->id == X86_INS_CALL && insn_in_group(d->dec, i, CS_GRP_CALL))
 		out->kind = VAL_INSN_CALL;
-	else if (i->id == X86_INS_RET && cs.insn_group(d->cs, i, CS_GRP_RET))
+	else if (i->id == X86_INS_RET && insn_in_group(d->dec, i, CS_GRP_RET))
 		out->kind = VAL_INSN_RET;
 	else if (i->id == X86_INS_SYSCALL)
 		out->kind = VAL_INSN_SYSCALL;
@@ -118,16 +66,7 @@ void val_decode(struct val_decoder *d, const uint8_t *bytes, size_t len, uint64_
 void val_disasm(struct val_decoder *d, const uint8_t *bytes, size_t len, uint64_t pc,
 		char *buf, size_t buflen)
 {
-	const uint8_t *p = bytes;
-	uint64_t addr = pc;
-	if (!len || !cs.disasm_iter(d->cs, &p, &len, &addr, d->insn)) {
-		snprintf(buf, buflen, "(bad)");
-		return;
-	}
-	if (d->insn->op_str[0])
-		snprintf(buf, buflen, "%s %s", d->insn->mnemonic, d->insn->op_str);
-	else
-		snprintf(buf, buflen, "%s", d->insn->mnemonic);
+	insn_text(d->dec, bytes, len, pc, buf, buflen);
 }
 
 /* ---- The per-PC cache ---------------------------------------------------- */
