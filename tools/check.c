@@ -76,6 +76,16 @@ static void out_json_str(const char *s)
 	cli_json_str(s);
 }
 
+/* The "symbol" and "offset" fields of a finding at SYMBOL+OFF. */
+static void json_symbol(const char *symbol, uint64_t off)
+{
+	out_s(", \"symbol\": ");
+	out_json_str(symbol);
+	out_s(", \"offset\": \"");
+	out_addr(off);
+	out_c('"');
+}
+
 static void print_finding(const char *path, const struct chk_finding *f)
 {
 	if (g_opts->json) {
@@ -99,11 +109,7 @@ static void print_finding(const char *path, const struct chk_finding *f)
 			out_c('"');
 		}
 		if (f->symbol) {
-			out_s(", \"symbol\": ");
-			out_json_str(f->symbol);
-			out_s(", \"offset\": \"");
-			out_addr(f->sym_off);
-			out_c('"');
+			json_symbol(f->symbol, f->sym_off);
 		} else if (f->code_section) {
 			out_s(", \"code_section\": ");
 			out_json_str(f->code_section);
@@ -246,13 +252,8 @@ static void print_stack_finding(const char *path, const struct chk_stack_finding
 		out_s("\"], \"entry_offset\": \"");
 		out_addr(f->fde_off);
 		out_c('"');
-		if (f->symbol) {
-			out_s(", \"symbol\": ");
-			out_json_str(f->symbol);
-			out_s(", \"offset\": \"");
-			out_addr(f->sym_off);
-			out_c('"');
-		}
+		if (f->symbol)
+			json_symbol(f->symbol, f->sym_off);
 		if (f->difference) {
 			out_s(", \"insn\": ");
 			out_json_str(f->insn);
