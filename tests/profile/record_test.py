@@ -135,12 +135,17 @@ def bad_pairs(prog, samples, extra=frozenset()):
     real = os.path.realpath(prog)
     bad = {}
     for _, frames in samples:
+        # The first user frame: after the kernel's, when the sample came
+        # from a fault (a forked child's first run through a PLT stub).
+        first = 0
+        while first < len(frames) and frames[first][0] == "[kernel.kallsyms]":
+            first += 1
         for i in range(len(frames) - 1):
             (m1, callee), (m2, caller) = frames[i], frames[i + 1]
             if m1 is None or m2 is None or os.path.realpath(m1) != real or \
                     os.path.realpath(m2) != real:
                 continue
-            if callee is None and i == 0:
+            if callee is None and i == first:
                 continue  # the sample landed in unnamed code (a PLT stub)
             if (caller, callee) not in edges:
                 bad[(caller, callee)] = bad.get((caller, callee), 0) + 1
