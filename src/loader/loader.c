@@ -794,7 +794,8 @@ static bool debug_matches(const struct ldr_elf *elf, const struct ldr_elf *cand,
 	return ldr_crc32(0, pv->image, pv->image_len) == elf->debuglink_crc;
 }
 
-/* BK_E_NOT_FOUND unless PATH opens and matches; only BK_E_NOMEM is passed up. */
+/* BK_E_NOT_FOUND unless PATH opens and matches ELF (NULL: any ELF file
+ * matches); only BK_E_NOMEM is passed up. */
 static int try_debug(const struct ldr_elf *elf, const char *path, bool by_link,
 		     const struct stat *self, struct ldr_elf **out)
 {
@@ -807,7 +808,7 @@ static int try_debug(const struct ldr_elf *elf, const char *path, bool by_link,
 	int err = ldr_open_path(path, &cand);
 	if (err)
 		return err == BK_E_NOMEM ? err : BK_E_NOT_FOUND;
-	if (!debug_matches(elf, cand, by_link)) {
+	if (elf && !debug_matches(elf, cand, by_link)) {
 		ldr_close(cand);
 		return BK_E_NOT_FOUND;
 	}
@@ -939,21 +940,9 @@ int ldr_open_alt_file(const char *owner, const char *name, const uint8_t *build_
 	const char *base = strrchr(name, '/');
 	cands[1] = str_cat4(root, "/.dwz/", base ? base + 1 : name, NULL);
 	int err = BK_E_NOT_FOUND;
-	for (size_t i = 0; i < 2 && err == BK_E_NOT_FOUND; i++) {
-		if (!cands[i])
-			continue;
-		struct ldr_elf *cand;
-		struct stat st;
-		if (stat(cands[i], &st) != 0 || !S_ISREG(st.st_mode))
-			continue;
-		int r = ldr_open_path(cands[i], &cand);
-		if (r == BK_E_NOMEM)
-			err = r;
-		else if (!r && (!build_id_len || debug_matches(&want, cand, false)))
-			*out = cand, err = 0;
-		else if (!r)
-			ldr_close(cand);
-	}
+	for (size_t i = 0; i < 2 && err == BK_E_NOT_FOUND; i++)
+		if (cands[i])
+			err = try_debug(build_id_len ? &want : NULL, cands[i], false, NULL, out);
 	base_free(cands[0]);
 	base_free(cands[1]);
 	if (err == BK_E_NOT_FOUND && build_id_len)
