@@ -39,17 +39,8 @@ static size_t ntids;
 /* The process of thread TID (/proc/TID/status Tgid), or TID itself. */
 static int tgid_of(int tid)
 {
-	char path[64], buf[4096];
-	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return tid;
-	buf[n] = 0;
-	const char *t = strstr(buf, "\nTgid:");
-	return t ? atoi(t + 6) : tid;
+	int tgid = (int)tgt_proc_status_field(tid, "Tgid", 10);
+	return tgid > 0 ? tgid : tid;
 }
 
 /* TID of process TGID (0: look it up). */
@@ -134,8 +125,7 @@ static void dump_all(int pid, int culprit, int sig, const struct cli_stack_opts 
 	if (ptrace(PTRACE_GETSIGINFO, culprit, NULL, &si) == 0) {
 		info.code = si.si_code;
 		info.err = si.si_errno;
-		info.has_addr = si.si_code > 0 && (sig == SIGSEGV || sig == SIGBUS ||
-						   sig == SIGILL || sig == SIGFPE);
+		info.has_addr = tgt_signal_has_addr(sig, si.si_code);
 		info.addr = info.has_addr ? (uint64_t)(uintptr_t)si.si_addr : 0;
 	}
 	struct cli_stack_opts with = *o;

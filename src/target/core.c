@@ -525,9 +525,7 @@ static void read_siginfo(struct tgt *t, const struct note *n)
 	t->signal.signo = signo;
 	t->signal.err = (int32_t)base_rd_le(n->desc + 4, 4);
 	t->signal.code = (int32_t)base_rd_le(n->desc + 8, 4);
-	/* Faults raised by the CPU (si_code > 0) carry the address. */
-	t->signal.has_addr = t->signal.code > 0 && (signo == SIGSEGV || signo == SIGBUS ||
-						     signo == SIGILL || signo == SIGFPE);
+	t->signal.has_addr = tgt_signal_has_addr(signo, t->signal.code);
 	if (t->signal.has_addr)
 		t->signal.addr = base_rd_le(n->desc + 16, 8);
 }

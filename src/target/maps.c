@@ -65,21 +65,21 @@ void tgt_free_maps(struct tgt *t)
 	t->nmaps = 0;
 }
 
-uint64_t tgt_proc_status_mask(int pid, const char *key)
+uint64_t tgt_proc_status_field(int pid, const char *key, int base)
 {
 	char path[64], line[256];
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	FILE *f = fopen(path, "r");
-	uint64_t mask = 0;
+	uint64_t v = 0;
 	size_t klen = strlen(key);
 	while (f && fgets(line, sizeof(line), f))
 		if (!strncmp(line, key, klen) && line[klen] == ':') {
-			mask = strtoull(line + klen + 1, NULL, 16);
+			v = strtoull(line + klen + 1, NULL, base);
 			break;
 		}
 	if (f)
 		fclose(f);
-	return mask;
+	return v;
 }
 
 const struct tgt_mapping *tgt_mapping_at(const struct tgt *t, uint64_t addr)

@@ -10,6 +10,7 @@
 #ifndef BK_TARGET_H
 #define BK_TARGET_H
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include "../arch/arch.h"
@@ -175,8 +176,20 @@ BK_HIDDEN int tgt_read_maps(struct tgt *t);
 BK_HIDDEN void tgt_free_maps(struct tgt *t);
 /* The mapping of t->maps (sorted, as /proc gives them) holding ADDR, or NULL. */
 BK_HIDDEN const struct tgt_mapping *tgt_mapping_at(const struct tgt *t, uint64_t addr);
-/* The hexadecimal mask on the line "KEY:" of /proc/PID/status (SigCgt,
- * SigIgn, ...), 0 when unreadable. */
-BK_HIDDEN uint64_t tgt_proc_status_mask(int pid, const char *key);
+/* The number on the line "KEY:" of /proc/PID/status, in BASE (16: the
+ * masks SigCgt, SigIgn, ...; 10: Tgid, PPid, ...), 0 when unreadable. */
+BK_HIDDEN uint64_t tgt_proc_status_field(int pid, const char *key, int base);
+/* Whether a signal's si_addr is the faulting address: a fault the CPU
+ * raised (si_code > 0) of SIGSEGV, SIGBUS, SIGILL or SIGFPE. */
+static inline bool tgt_signal_has_addr(int signo, int code)
+{
+	return code > 0 && (signo == SIGSEGV || signo == SIGBUS || signo == SIGILL ||
+			    signo == SIGFPE);
+}
+/* Its hexadecimal masks (SigCgt, SigIgn, ...). */
+static inline uint64_t tgt_proc_status_mask(int pid, const char *key)
+{
+	return tgt_proc_status_field(pid, key, 16);
+}
 
 #endif
