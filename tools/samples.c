@@ -141,7 +141,7 @@ struct smp {
 	const char *event;         /* the last event name, in the arena */
 	bool vdso_tried;           /* the vDSO's image was given to the namer */
 	struct reason_count reasons[8];
-	uint64_t shown, skipped, lost, reason_other;
+	uint64_t skipped, lost, reason_other;
 	uint64_t pcs[MAX_FRAMES];
 	uint8_t interrupted[MAX_FRAMES];
 	uint32_t keys[2 * MAX_FRAMES];
@@ -713,7 +713,6 @@ static int sample(struct smp *s, struct prof_reader *r, const struct prof_record
 	strncpy(m->comm, w.comm, sizeof(m->comm) - 1);
 	memcpy(m->keys, s->keys, nf * sizeof(uint32_t));
 	commit(s, len);
-	s->shown++;
 	return 0;
 }
 
