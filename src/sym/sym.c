@@ -415,9 +415,9 @@ static int open_all(struct sym_file *f, const char *path, const void *image, siz
 	 * Its file stays open (sym_dwarf_open takes it over). */
 	bool debug_dwarf = de.elf && has_section(&de, ".debug_info");
 	if (debug_dwarf && (debug_path || !main_dwarf))
-		err = sym_dwarf_open(f, dbg->path, &de, &code);
+		err = sym_dwarf_open(f, dbg->path, path, &de, &code);
 	else if (main_dwarf)
-		err = sym_dwarf_open(f, path, &me, &code);
+		err = sym_dwarf_open(f, path, path, &me, &code);
 out:
 	base_free(segs);
 	sym_elf_close(&de);

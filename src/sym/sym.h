@@ -130,6 +130,9 @@ struct sym_stats {
 	bool used_alt_file;    /* a dwz supplementary file (.gnu_debugaltlink, .debug_sup)
 				* was found and opened */
 	bool alt_missing;      /* one is named but was not found (names from it are lost) */
+	size_t splits_read;    /* split units read from .dwo / .dwp files (split DWARF) */
+	size_t splits_missing; /* skeleton units whose split unit was not found: their
+				* lines are known, their functions and inlined calls not */
 	bool dwarf;            /* DWARF was found and is in use (libdwarf opens it on
 				* first need; false again if that fails) */
 	bool dwarf_compressed; /* ... from SHF_COMPRESSED or .zdebug sections */
@@ -218,6 +221,7 @@ struct sym_cu {
 	uint16_t version;
 	uint8_t unit_type;     /* DW_UT_* (DWARF 2-4: DW_UT_compile) */
 	uint8_t addr_size, off_size;
+	uint64_t dwo_id;       /* DWARF 5 skeleton and split units: from the header */
 	bool unplaced;         /* no address range known: indexed before any lookup */
 	bool failed;           /* counted in cus_failed */
 	bool indexed;
@@ -368,22 +372,54 @@ BK_HIDDEN bool sym_code_has(const struct sym_code *c, uint64_t addr);
  * it is taken over (*ELF is left closed) and kept until sym_close; CODE is
  * copied. Runs the guards of sym_guard.c and reads the unit index from
  * .debug_aranges, or, without it, sets everything up at once
- * (sym_dwarf_ready). Only BK_E_NOMEM is an error: DWARF that cannot be used
+ * (sym_dwarf_ready). MAIN_PATH (may be NULL) is the file the code is in,
+ * when PATH is its separate debug file: split DWARF packages are looked
+ * for next to both. Only BK_E_NOMEM is an error: DWARF that cannot be used
  * is counted in F's stats and left out. */
-BK_HIDDEN int sym_dwarf_open(struct sym_file *f, const char *path, struct sym_elf *elf,
-			     const struct sym_code *code);
+BK_HIDDEN int sym_dwarf_open(struct sym_file *f, const char *path, const char *main_path,
+			     struct sym_elf *elf, const struct sym_code *code);
 /* Before the first lookup: open libdwarf, read the unit headers, check the
  * .debug_aranges index against them (units it lacks: their top DIE) and
  * fill F->cus and F->cu_ranges. Idempotent; 0 or BK_E_NOMEM (then nothing
  * is kept and a later call tries again). */
 BK_HIDDEN int sym_dwarf_ready(struct sym_file *f);
+/* ---- Split DWARF (sym_split.c) ---- */
+
+#define SYM_MAX_SPLIT_FILES 4096 /* .dwo / .dwp files tried per file */
+
+struct sym_split_file;
+/* The split files one file's skeleton units have named, opened or tried. */
+struct sym_splits {
+	struct sym_split_file **f;
+	size_t n, cap;
+};
+/* A skeleton's split unit. */
+struct sym_split_unit {
+	void *dbg;                    /* Dwarf_Debug of its file, tied to the skeleton's */
+	void *die;                    /* Dwarf_Die: its top DIE (the caller deallocates) */
+	unsigned tag;                 /* 1 + its file's index in the sym_splits: tells its
+				       * DIE offsets from those of other files */
+	const uint8_t *rnglists;      /* its .debug_rnglists.dwo contribution, or NULL */
+	size_t rnglists_len;
+	uint64_t rnglists_base;       /* offset of the offset array in it */
+};
+/* Find the split unit of the skeleton with DWO_ID (named DWO_NAME under
+ * COMP_DIR; either may be NULL) in S, opening split files of the file at
+ * PATH (main file MAIN_PATH, may be NULL) tied to MAIN_DBG. 0,
+ * BK_E_NOT_FOUND, or BK_E_NOMEM. */
+BK_HIDDEN int sym_split_find(struct sym_splits *s, const char *path, const char *main_path,
+			     void *main_dbg, const char *comp_dir, const char *dwo_name,
+			     uint64_t dwo_id, struct sym_split_unit *out);
+BK_HIDDEN void sym_splits_close(struct sym_splits *s);
+
 /* Read unit CU's lines and scopes (once). 0 or BK_E_NOMEM, as above. */
 BK_HIDDEN int sym_dwarf_index_cu(struct sym_file *f, size_t cu);
 BK_HIDDEN void sym_dwarf_close(struct sym_dwarf *d);
 
 /* libdwarf over sections that sym_elf_section hands it (sym_dwobj.c):
  * .debug_info, .debug_abbrev, .debug_line, .debug_str, .debug_line_str,
- * .debug_str_offsets, .debug_addr and .debug_rnglists, each decompressed on
+ * .debug_str_offsets, .debug_addr and .debug_rnglists (and a split file's
+ * .dwo forms of those, and a package's indexes), each decompressed on
  * first use, shared with our own readers; no other section (so libdwarf
  * never parses .debug_loclists, nor any frame section). *DBG: a
  * Dwarf_Debug. 0, BK_E_NOMEM, BK_E_NOT_FOUND (no DWARF for libdwarf) or
@@ -434,6 +470,9 @@ struct sym_rng_ctx {
  * 0, or BK_E_CORRUPT / BK_E_LIMIT after the ranges delivered so far. */
 BK_HIDDEN int sym_rnglist(const struct sym_rng_ctx *c, bool is_index, uint64_t val,
 			  void (*cb)(void *arg, uint64_t lo, uint64_t hi), void *arg);
+/* Entry INDEX of the CU's part of .debug_addr (DWARF 5 §7.27): 0 or
+ * BK_E_CORRUPT. */
+BK_HIDDEN int sym_debug_addr(const struct sym_rng_ctx *c, uint64_t index, uint64_t *out);
 BK_HIDDEN int sym_ranges4(const struct sym_rng_ctx *c, uint64_t off,
 			  void (*cb)(void *arg, uint64_t lo, uint64_t hi), void *arg);
 

@@ -85,7 +85,9 @@ int sym_units(const uint8_t *info, size_t len, int (*cb)(void *arg, const struct
 			 * a signature and a type offset (type, split_type). */
 			if (ut < 1 || ut > 6)
 				return BK_CORRUPT;
-			uint64_t extra = ut == 4 || ut == 5 ? 8 : ut == 2 || ut == 6 ? 8 + off_size : 0;
+			uint64_t extra = ut == 2 || ut == 6 ? 8 + off_size : 0;
+			if ((ut == 4 || ut == 5) && (err = buf_u64(&h, &u.dwo_id)))
+				return err;
 			if ((err = buf_skip(&h, extra)))
 				return err;
 		} else if ((err = buf_uN(&h, off_size, &abbrev)) || (err = buf_u8(&h, &asz))) {

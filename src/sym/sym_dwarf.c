@@ -34,6 +34,11 @@
  * SYM_MAX_REF_HOPS steps; a linkage name anywhere on the chain wins, as in
  * binutils. Resolved names are cached by DIE offset across units.
  *
+ * Split DWARF (sym_split.c): a skeleton unit's lines are its own; its
+ * scopes are read from its split unit in a .dwo or .dwp, with that file's
+ * libdwarf handle, its DIE offsets tagged in the caches (SPLIT_SHIFT) and
+ * its addresses resolved from the skeleton's .debug_addr.
+ *
  * Robustness: the DIE tree is walked with an explicit stack of at most
  * SYM_MAX_DIE_DEPTH levels; DIE offsets must strictly increase in the walk
  * (pre-order), which bounds it by the section size whatever the sibling
@@ -127,6 +132,8 @@ struct sym_dwarf {
 	struct sym_elf alt_elf;
 	Dwarf_Debug alt_dbg;
 	struct sym_dwobj *alt_obj;
+	struct sym_splits splits;     /* split DWARF: .dwo / .dwp files (sym_split.c) */
+	char *main_path;              /* the file the code is in (NULL: not a file) */
 	const uint8_t *line_sec;      /* raw .debug_line, for sym_line.c */
 	size_t line_len;
 	struct sym_rng_ctx rng;       /* the sections part; bases are per CU */
@@ -156,6 +163,12 @@ struct dw {
 	struct sym_rng_ctx rng;       /* sections + the CU's bases */
 	uint32_t *cu_files;           /* DWARF file number - cu_file_base -> files index */
 	Dwarf_Signed cu_file_base, cu_nfiles;
+	/* Reading a split unit: its DIE offsets are keyed with KEY_TAG (the
+	 * split file's tag << SPLIT_SHIFT) in the name caches, and DWARF 4
+	 * (GNU) range offsets are relative to the skeleton's ranges base. */
+	Dwarf_Off key_tag;
+	bool split_v4;
+	uint64_t gnu_ranges_base;
 	bool cu_failed;
 	int fatal;                    /* BK_E_NOMEM: stop everything */
 };
@@ -217,6 +230,10 @@ static bool die_udata(struct dw *c, Dwarf_Die die, Dwarf_Half at, Dwarf_Unsigned
 
 /* A DIE offset in the supplementary file, not the file's own. */
 #define ALT_REF ((Dwarf_Off)1 << 63)
+/* Cache keys of DIEs in split files: the file's tag above bit SPLIT_SHIFT
+ * (a DIE offset needs fewer bits; a larger one is refused). */
+#define SPLIT_SHIFT 48
+#define OFF_MASK (((Dwarf_Off)1 << SPLIT_SHIFT) - 1)
 #ifndef DW_FORM_GNU_ref_alt
 #define DW_FORM_GNU_ref_alt 0x1f20
 #endif
@@ -296,7 +313,10 @@ static bool scope_append(struct dw *c, Dwarf_Die s, Dwarf_Half tag, char *pre, s
  * is not C++. NULL when memory ran out. */
 static const char *scope_prefix(struct dw *c, Dwarf_Off off)
 {
-	struct omap_ent *slot = omap_slot(&c->d->prefixes, off);
+	if ((off & ~ALT_REF) > OFF_MASK)
+		return "";
+	Dwarf_Off key = off | c->key_tag;
+	struct omap_ent *slot = omap_slot(&c->d->prefixes, key);
 	if (!slot) {
 		nomem(c);
 		return NULL;
@@ -316,7 +336,8 @@ static const char *scope_prefix(struct dw *c, Dwarf_Off off)
 		dwarf_dealloc_die(die);
 	/* The unit's language, once per unit. */
 	Dwarf_Unsigned lang = 0;
-	struct omap_ent *ls = ok ? omap_slot(&c->d->langs, cu_off | (off & ALT_REF)) : NULL;
+	Dwarf_Off lkey = (cu_off & OFF_MASK) | (off & ALT_REF) | c->key_tag;
+	struct omap_ent *ls = ok ? omap_slot(&c->d->langs, lkey) : NULL;
 	if (ok && ls && ls->used) {
 		ok = ls->val == 2;
 	} else if (ok && ls) {
@@ -324,7 +345,7 @@ static const char *scope_prefix(struct dw *c, Dwarf_Off off)
 		if (ok && !die_udata(c, cu, DW_AT_language, &lang))
 			lang = 0;
 		ok = ok && qualified_language(lang);
-		omap_fill(&c->d->langs, ls, cu_off | (off & ALT_REF));
+		omap_fill(&c->d->langs, ls, lkey);
 		ls->val = ok ? 2 : 1;
 	} else {
 		ok = false;
@@ -393,11 +414,11 @@ static const char *scope_prefix(struct dw *c, Dwarf_Off off)
 		nomem(c);
 		return NULL;
 	}
-	if (!(slot = omap_slot(&c->d->prefixes, off))) { /* the table may have grown */
+	if (!(slot = omap_slot(&c->d->prefixes, key))) { /* the table may have grown */
 		nomem(c);
 		return NULL;
 	}
-	omap_fill(&c->d->prefixes, slot, off);
+	omap_fill(&c->d->prefixes, slot, key);
 	slot->name = r;
 	return r;
 }
@@ -421,7 +442,10 @@ static const char *qualified(struct dw *c, Dwarf_Off off, const char *name)
  * cached by OFF. *LINKAGE: the name came from a linkage name. */
 static const char *ref_name(struct dw *c, Dwarf_Off off, bool *linkage)
 {
-	struct omap_ent *slot = omap_slot(&c->d->names, off);
+	if ((off & ~ALT_REF) > OFF_MASK)
+		return NULL;
+	Dwarf_Off key = off | c->key_tag;
+	struct omap_ent *slot = omap_slot(&c->d->names, key);
 	if (!slot) {
 		nomem(c);
 		return NULL;
@@ -461,12 +485,12 @@ static const char *ref_name(struct dw *c, Dwarf_Off off, bool *linkage)
 		return NULL;
 	}
 	/* The table may have grown while following the chain: find the slot again. */
-	slot = omap_slot(&c->d->names, off);
+	slot = omap_slot(&c->d->names, key);
 	if (!slot) {
 		nomem(c);
 		return NULL;
 	}
-	omap_fill(&c->d->names, slot, off);
+	omap_fill(&c->d->names, slot, key);
 	slot->name = r;
 	slot->val = link != NULL;
 	*linkage = link != NULL;
@@ -560,10 +584,38 @@ static void die_ranges_attr(struct dw *c, Dwarf_Attribute a)
 	bool is_index = form == DW_FORM_rnglistx;
 	if (is_index ? !dw_ok(c, dwarf_formudata(a, &val, &e), &e) : !attr_secoff(c, a, &val))
 		return;
+	if (c->split_v4 && !is_index) /* GCC's DWARF 4 split units: relative offsets */
+		val = val > UINT64_MAX - c->gnu_ranges_base ? UINT64_MAX : val + c->gnu_ranges_base;
 	int err = c->cu_version >= 5 ? sym_rnglist(&c->rng, is_index, val, range_cb, c)
 				     : sym_ranges4(&c->rng, val, range_cb, c);
 	if (err)
 		c->cu_failed = true;
+}
+
+/* A split unit's DW_AT_low_pc: an index into the skeleton's .debug_addr
+ * (DW_FORM_addrx*, DW_FORM_GNU_addr_index), resolved by sym_ranges.c with
+ * the skeleton's base, since libdwarf 20210528 finds no address through
+ * its tied file; or a plain address. */
+static int split_lowpc(struct dw *c, Dwarf_Die die, Dwarf_Addr *lo, Dwarf_Error *e)
+{
+	Dwarf_Attribute a = NULL;
+	int r = dwarf_attr(die, DW_AT_low_pc, &a, e);
+	if (r != DW_DLV_OK)
+		return r;
+	Dwarf_Unsigned ix = 0;
+	r = dwarf_get_debug_addr_index(a, &ix, e);
+	if (r == DW_DLV_OK) {
+		uint64_t v = 0;
+		r = sym_debug_addr(&c->rng, ix, &v) == 0 ? DW_DLV_OK : DW_DLV_NO_ENTRY;
+		*lo = v;
+	} else {
+		if (r == DW_DLV_ERROR && *e)
+			dwarf_dealloc_error(c->dbg, *e);
+		*e = NULL;
+		r = dwarf_formaddr(a, lo, e);
+	}
+	dwarf_dealloc_attribute(a);
+	return r;
 }
 
 /* The DIE's code ranges into c->tmp (emptied first). */
@@ -572,7 +624,7 @@ static void die_ranges(struct dw *c, Dwarf_Die die)
 	Dwarf_Error e = NULL;
 	Dwarf_Addr lo = 0, hi = 0;
 	c->tmp.n = 0;
-	if (dw_ok(c, dwarf_lowpc(die, &lo, &e), &e)) {
+	if (dw_ok(c, c->key_tag ? split_lowpc(c, die, &lo, &e) : dwarf_lowpc(die, &lo, &e), &e)) {
 		Dwarf_Half form = 0;
 		enum Dwarf_Form_Class cls = DW_FORM_CLASS_UNKNOWN;
 		if (!dw_ok(c, dwarf_highpc_b(die, &hi, &form, &cls, &e), &e))
@@ -608,6 +660,7 @@ static const char *cu_file_name(struct dw *c, Dwarf_Unsigned fileno)
 static int32_t add_scope(struct dw *c, Dwarf_Die die, Dwarf_Half tag, int32_t enclosing)
 {
 	die_ranges(c, die);
+
 	if (c->fatal)
 		return -1;
 	const uint64_t (*tr)[2] = c->tmp.p;
@@ -977,6 +1030,10 @@ static void cu_lines(struct dw *c, Dwarf_Die cu)
 
 /* ---- Compile units ----------------------------------------------------------------------------- */
 
+#ifndef DW_AT_GNU_addr_base
+#define DW_AT_GNU_addr_base 0x2133
+#endif
+
 /* The CU's bases for range lists, from its top DIE. */
 static void cu_bases(struct dw *c, Dwarf_Die cu, const struct sym_cu *u)
 {
@@ -992,7 +1049,8 @@ static void cu_bases(struct dw *c, Dwarf_Die cu, const struct sym_cu *u)
 	c->rng.has_rnglists_base = die_secoff(c, cu, DW_AT_rnglists_base, &v);
 	c->rng.rnglists_base = v;
 	v = 0;
-	c->rng.has_addr_base = die_secoff(c, cu, DW_AT_addr_base, &v);
+	c->rng.has_addr_base = die_secoff(c, cu, DW_AT_addr_base, &v) ||
+			       (u->version < 5 && die_secoff(c, cu, DW_AT_GNU_addr_base, &v));
 	c->rng.addr_base = v;
 }
 
@@ -1009,6 +1067,72 @@ static Dwarf_Die cu_die(struct dw *c, const struct sym_cu *u, Dwarf_Off *die_off
 	return cu;
 }
 
+#ifndef DW_AT_GNU_dwo_name
+#define DW_AT_GNU_dwo_name 0x2130
+#endif
+#ifndef DW_AT_GNU_dwo_id
+#define DW_AT_GNU_dwo_id 0x2131
+#endif
+#ifndef DW_AT_GNU_ranges_base
+#define DW_AT_GNU_ranges_base 0x2132
+#endif
+
+/* The scopes of skeleton unit U (top DIE CU) from its split unit, in a .dwo
+ * or .dwp (sym_split.c). Its lines are the skeleton's (DWARF 5 §3.1.3: the
+ * split unit's DW_AT_call_file numbers index the skeleton's line table);
+ * addresses in it resolve through the skeleton's .debug_addr (libdwarf's
+ * tied file; sym_ranges.c with the skeleton's DW_AT_addr_base); its range
+ * lists are in its own file's .debug_rnglists.dwo (DWARF 5) or, with GCC's
+ * DWARF 4, in the skeleton's .debug_ranges from DW_AT_GNU_ranges_base. A
+ * split unit that cannot be found leaves the skeleton's lines, and is
+ * counted (splits_missing). */
+static void split_scopes(struct dw *c, Dwarf_Die cu, const struct sym_cu *u)
+{
+	const char *name = die_text(c, cu, u->version >= 5 ? DW_AT_dwo_name : DW_AT_GNU_dwo_name);
+	if (!name)
+		return; /* a DWARF 4 unit that is not a skeleton */
+	uint64_t id = u->dwo_id;
+	Dwarf_Unsigned v = 0;
+	if (u->version < 5) {
+		if (!die_udata(c, cu, DW_AT_GNU_dwo_id, &v))
+			return;
+		id = v;
+		c->split_v4 = true;
+		c->gnu_ranges_base = die_secoff(c, cu, DW_AT_GNU_ranges_base, &v) ? v : 0;
+	}
+	struct sym_split_unit su;
+	int err = sym_split_find(&c->d->splits, c->d->path, c->d->main_path, c->dbg,
+				 die_text(c, cu, DW_AT_comp_dir), name, id, &su);
+	if (err == BK_E_NOMEM)
+		nomem(c);
+	if (err) {
+		c->f->stats.splits_missing++;
+		return;
+	}
+	c->f->stats.splits_read++;
+	Dwarf_Debug own = c->dbg;
+	struct sym_rng_ctx rng = c->rng;
+	c->dbg = su.dbg;
+	c->key_tag = (Dwarf_Off)su.tag << SPLIT_SHIFT;
+	if (su.rnglists) {
+		c->rng.rnglists = su.rnglists;
+		c->rng.rnglists_len = su.rnglists_len;
+		c->rng.has_rnglists_base = true;
+		c->rng.rnglists_base = su.rnglists_base;
+	} else if (u->version >= 5) {
+		c->rng.rnglists = NULL;
+	}
+	Dwarf_Off off = 0;
+	Dwarf_Error e = NULL;
+	if (dw_ok(c, dwarf_dieoffset(su.die, &off, &e), &e))
+		cu_scopes(c, su.die, off);
+	dwarf_dealloc_die(su.die);
+	c->dbg = own;
+	c->rng = rng;
+	c->key_tag = 0;
+	c->split_v4 = false;
+}
+
 static void one_cu(struct dw *c, const struct sym_cu *u)
 {
 	Dwarf_Off cu_off = 0;
@@ -1017,10 +1141,12 @@ static void one_cu(struct dw *c, const struct sym_cu *u)
 		return;
 	cu_bases(c, cu, u);
 	cu_lines(c, cu);
-	/* Split units carry their DIEs in a .dwo we do not read; type units
-	 * carry no code. */
+	/* A skeleton's DIEs are in its split unit; type units carry no code. */
 	if (!c->fatal && (u->unit_type == DW_UT_compile || u->unit_type == DW_UT_partial))
 		cu_scopes(c, cu, cu_off);
+	if (!c->fatal && (u->unit_type == DW_UT_skeleton ||
+			  (u->version < 5 && u->unit_type == DW_UT_compile)))
+		split_scopes(c, cu, u);
 	dwarf_dealloc_die(cu);
 	base_free(c->cu_files);
 	c->cu_files = NULL;
@@ -1485,6 +1611,7 @@ void sym_dwarf_close(struct sym_dwarf *d)
 		Dwarf_Error e = NULL;
 		dwarf_finish(d->dbg, &e);
 	} else if (!d->rel) {
+		sym_splits_close(&d->splits); /* tied to d->dbg: before it */
 		sym_dwobj_finish(d->dbg, d->obj);
 		if (d->alt_dbg) /* after the file tied to it */
 			sym_dwobj_finish(d->alt_dbg, d->alt_obj);
@@ -1499,11 +1626,12 @@ void sym_dwarf_close(struct sym_dwarf *d)
 	base_free(d->file_ix.e);
 	base_free(d->segs);
 	base_free(d->path);
+	base_free(d->main_path);
 	base_free(d);
 }
 
-int sym_dwarf_open(struct sym_file *f, const char *path, struct sym_elf *elf,
-		   const struct sym_code *code)
+int sym_dwarf_open(struct sym_file *f, const char *path, const char *main_path,
+		   struct sym_elf *elf, const struct sym_code *code)
 {
 	struct sym_stats *st = &f->stats;
 	bool comp = false;
@@ -1518,6 +1646,7 @@ int sym_dwarf_open(struct sym_file *f, const char *path, struct sym_elf *elf,
 	struct sym_dwarf *d = base_calloc(1, sizeof(*d));
 	if (!d)
 		return BK_E_NOMEM;
+	d->elf.fd = d->alt_elf.fd = -1; /* closed by an early sym_dwarf_close */
 	d->aranges.elem = sizeof(struct arange);
 	d->sets.elem = sizeof(uint64_t);
 	d->rel = rel;
@@ -1534,6 +1663,12 @@ int sym_dwarf_open(struct sym_file *f, const char *path, struct sym_elf *elf,
 		return BK_E_NOMEM;
 	}
 	memcpy(d->path, path, plen);
+	if (main_path && !(d->main_path = base_alloc(strlen(main_path) + 1))) {
+		sym_dwarf_close(d);
+		return BK_E_NOMEM;
+	}
+	if (main_path)
+		strcpy(d->main_path, main_path);
 	if (code->nseg)
 		memcpy(d->segs, code->seg, code->nseg * sizeof(*d->segs));
 	d->code.seg = (const uint64_t (*)[2])d->segs;

@@ -9,7 +9,9 @@
  * twice, once by libdwarf and once by libelf. Here libdwarf sees only the
  * sections below, each inflated once on first use by sym_elf_section and
  * shared with our readers; .debug_loclists, .debug_frame, .eh_frame and the
- * rest do not exist for it. .debug_rnglists stays visible (as before) and
+ * rest do not exist for it. A split DWARF file (.dwo, .dwp) is opened the
+ * same way; its sections carry the .dwo suffix, and a package's indexes
+ * (.debug_cu_index, .debug_tu_index) are shown too. .debug_rnglists stays visible (as before) and
  * so stays behind the guard of sym_guard.c, which the caller runs first.
  *
  * Relocations are not applied (no relocate_a_section): callers use this only
@@ -46,6 +48,9 @@ pthread_mutex_t sym_dwarf_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *const shown[] = {
 	".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str",
 	".debug_str_offsets", ".debug_addr", ".debug_rnglists",
+	/* Split DWARF: a .dwo's sections, and a .dwp's indexes. */
+	".debug_info.dwo", ".debug_abbrev.dwo", ".debug_line.dwo", ".debug_str.dwo",
+	".debug_str_offsets.dwo", ".debug_rnglists.dwo", ".debug_cu_index", ".debug_tu_index",
 };
 #define NSHOWN (sizeof(shown) / sizeof(shown[0]))
 

@@ -20,7 +20,7 @@ enum {
 	RLE_offset_pair, RLE_base_address, RLE_start_end, RLE_start_length,
 };
 
-static int debug_addr(const struct sym_rng_ctx *c, uint64_t index, uint64_t *out)
+int sym_debug_addr(const struct sym_rng_ctx *c, uint64_t index, uint64_t *out)
 {
 	if (!c->has_addr_base || !c->addr)
 		return BK_CORRUPT;
@@ -70,18 +70,18 @@ int sym_rnglist(const struct sym_rng_ctx *c, bool is_index, uint64_t val,
 		case RLE_end_of_list:
 			return 0;
 		case RLE_base_addressx:
-			if ((err = buf_uleb(&b, &a)) || (err = debug_addr(c, a, &base)))
+			if ((err = buf_uleb(&b, &a)) || (err = sym_debug_addr(c, a, &base)))
 				return err;
 			break;
 		case RLE_startx_endx:
 			if ((err = buf_uleb(&b, &a)) || (err = buf_uleb(&b, &b2)) ||
-			    (err = debug_addr(c, a, &lo)) || (err = debug_addr(c, b2, &hi)))
+			    (err = sym_debug_addr(c, a, &lo)) || (err = sym_debug_addr(c, b2, &hi)))
 				return err;
 			cb(arg, lo, hi);
 			break;
 		case RLE_startx_length:
 			if ((err = buf_uleb(&b, &a)) || (err = buf_uleb(&b, &b2)) ||
-			    (err = debug_addr(c, a, &lo)))
+			    (err = sym_debug_addr(c, a, &lo)))
 				return err;
 			if (b2 <= UINT64_MAX - lo)
 				cb(arg, lo, lo + b2);

@@ -74,7 +74,7 @@ NOINLINE static void d1(void)
 			live_die("t3: EOF");
 }
 
-/* t4: e1 .. e5 -> nanosleep */
+/* t4: e1 .. e5 -> nanosleep, e3 inlined */
 NOINLINE static void e5(void)
 {
 	struct timespec ts = { 3600, 0 };
@@ -83,7 +83,9 @@ NOINLINE static void e5(void)
 		nanosleep(&ts, NULL);
 }
 NOINLINE static void e4(void) { e5(); KEEP(); }
-NOINLINE static void e3(void) { e4(); KEEP(); }
+/* Inlined into e2 at every optimisation level: an inlined frame of the
+ * program's own (threads-split finds it in the .dwo). */
+static inline __attribute__((always_inline)) void e3(void) { e4(); KEEP(); }
 NOINLINE static void e2(void) { e3(); KEEP(); }
 NOINLINE static void e1(void) { e2(); KEEP(); }
 

@@ -1883,6 +1883,158 @@ static void test_dwz(void)
 	run("mv dwz.common.away dwz.common");
 }
 
+/* Every address of A (at most MAX_ADDRS, from REF's functions) named by F
+ * as by REF: frames compared whole (names, files, lines, inline chains).
+ * *INLINED: addresses with an inlined frame. Returns how many agree. */
+static size_t same_names(struct sym_file *ref, struct sym_file *f, const uint64_t *a, size_t n,
+			 size_t *inlined, uint64_t *first_bad)
+{
+	size_t same = 0;
+	*inlined = 0;
+	*first_bad = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct frames x, y;
+		x.n = sym_lookup(ref, a[i], x.fr, MAX_FR);
+		y.n = sym_lookup(f, a[i], y.fr, MAX_FR);
+		if (frames_equal(&x, &y)) {
+			same++;
+			*inlined += x.n > 1;
+		} else if (!*first_bad) {
+			*first_bad = a[i];
+		}
+	}
+	return same;
+}
+
+/* One split-DWARF build (EXE, with DEBUG its separate debug file or NULL)
+ * against the same code built with plain DWARF (REF): every address named
+ * alike, the split units read. */
+static void split_case(const char *label, const char *ref, const char *exe, const char *debug)
+{
+	static uint64_t addrs[MAX_ADDRS];
+	size_t na = every_address(tpath(ref), addrs, 6000);
+	struct sym_file *r = NULL, *f = NULL;
+	CHECK(na > 50 && sym_open(tpath(ref), NULL, &r) == 0 &&
+	      sym_open(tpath(exe), debug ? tpath(debug) : NULL, &f) == 0,
+	      "split %s: open (%zu addresses)", label, na);
+	if (r && f) {
+		size_t inl;
+		uint64_t bad;
+		size_t same = same_names(r, f, addrs, na, &inl, &bad);
+		struct sym_stats st;
+		sym_get_stats(f, &st);
+		CHECK(same == na && inl > 0 && st.splits_read > 0 && st.splits_missing == 0,
+		      "split %s: %zu of %zu addresses named as with plain DWARF (%zu inlined), "
+		      "%zu split units read, %zu missing; first differing at %#llx", label, same,
+		      na, inl, st.splits_read, st.splits_missing, (unsigned long long)bad);
+		printf("split %s: %zu of %zu addresses as plain DWARF, %zu inlined\n", label, same,
+		       na, inl);
+	}
+	sym_close(f);
+	sym_close(r);
+}
+
+/* Split DWARF (-gsplit-dwarf): the functions and inlined calls of a
+ * skeleton unit are in a .dwo next to the object, or in a .dwp package
+ * next to the program. gcc's DWARF 5 and DWARF 4 (GNU) forms, clang's;
+ * .dwp packages from llvm-dwp (DWARF 5) and binutils' dwp (DWARF 4); a
+ * separate debug file; a .dwo found next to the program when its
+ * DW_AT_comp_dir is gone; a missing .dwo (lines stay, counted) and a
+ * stale one from another build (not used). */
+static void test_split(void)
+{
+	write_file("split.cc",
+		   "#include <cstdlib>\n#include <string>\n#include <vector>\n"
+		   "namespace ns {\n"
+		   "template <class T> struct Box { T v; __attribute__((noinline)) T get() const;"
+		   " };\n"
+		   "template <class T> T Box<T>::get() const { return v + 1; }\n"
+		   "static inline int helper(int x) { if (x > 1000) abort(); return x * 2; }\n"
+		   "struct Worker { __attribute__((noinline)) int run(int x); };\n"
+		   "int Worker::run(int x) { Box<int> b{helper(x)}; return b.get(); }\n"
+		   "}\n"
+		   "int main(int argc, char **argv) {\n"
+		   "  std::vector<std::string> v(argv, argv + argc);\n"
+		   "  ns::Worker w; return w.run((int)v.size() + argc) > 3;\n}\n");
+	/* Compiled from the same directory and source name as the plain
+	 * builds (so file names match), each .dwo named after its object:
+	 * DW_AT_dwo_name "s5/split.dwo" under DW_AT_comp_dir. */
+	if (!run("g++ -O2 -g -c split.cc -o plain5.o && g++ plain5.o -o plain5 && "
+		 "g++ -O2 -g -gdwarf-4 -c split.cc -o plain4.o && g++ plain4.o -o plain4 && "
+		 "mkdir -p s5 s4 && g++ -O2 -g -gsplit-dwarf -c split.cc -o s5/split.o && "
+		 "g++ s5/split.o -o s5/split && "
+		 "g++ -O2 -g -gdwarf-4 -gsplit-dwarf -c split.cc -o s4/split.o && "
+		 "g++ s4/split.o -o s4/split && test -f s4/split.dwo && test -f s5/split.dwo")) {
+		CHECK(0, "cannot build split DWARF programs");
+		return;
+	}
+	split_case("gcc DWARF 5 .dwo", "plain5", "s5/split", NULL);
+	split_case("gcc DWARF 4 .dwo", "plain4", "s4/split", NULL);
+	if (run("clang++ -O2 -g -c split.cc -o cplain.o && clang++ cplain.o -o cplain && "
+		"mkdir -p sc && clang++ -O2 -g -gsplit-dwarf -c split.cc -o sc/split.o && "
+		"clang++ sc/split.o -o sc/split && test -f sc/split.dwo"))
+		split_case("clang DWARF 5 .dwo", "cplain", "sc/split", NULL);
+	else
+		CHECK(0, "cannot build with clang++ -gsplit-dwarf");
+
+	/* Packages: the .dwo files removed. */
+	CHECK(run("mkdir -p p5 p4 && cp s5/split p5/ && cp s4/split p4/ && "
+		  "llvm-dwp-14 -e p5/split -o p5/split.dwp && dwp -e p4/split -o p4/split.dwp && "
+		  "mv s5/split.dwo s5/split.dwo.away && mv s4/split.dwo s4/split.dwo.away"),
+	      "split: make .dwp packages");
+	split_case("gcc DWARF 5 .dwp (llvm-dwp)", "plain5", "p5/split", NULL);
+	split_case("gcc DWARF 4 .dwp (dwp)", "plain4", "p4/split", NULL);
+
+	/* Next to the program, its compilation directory (s5/) without it. */
+	CHECK(run("mkdir -p moved && cp s5/split moved/ && cp s5/split.dwo.away moved/split.dwo"),
+	      "split: move a program and its .dwo");
+	split_case("moved with its .dwo", "plain5", "moved/split", NULL);
+
+	/* A separate debug file holding the skeletons, its package named after
+	 * the program. */
+	CHECK(run("mkdir -p dbg && cp p5/split dbg/ && cp p5/split.dwp dbg/ && cd dbg && "
+		  "objcopy --only-keep-debug split split.debug && strip -g split && "
+		  "objcopy --add-gnu-debuglink=split.debug split"), "split: separate debug file");
+	split_case("separate debug file + .dwp", "plain5", "dbg/split", "dbg/split.debug");
+
+	/* No .dwo: lines from the skeleton, the misses counted. A .dwo of
+	 * another build (another dwo_id) in its place is not used. */
+	static uint64_t addrs[MAX_ADDRS];
+	size_t na = every_address(tpath("plain5"), addrs, 6000);
+	for (int stale = 0; stale < 2; stale++) {
+		if (stale && !run("sed 's/v + 1/v + 2/' split.cc > other.cc && "
+				  "g++ -O2 -g -gsplit-dwarf -c other.cc -o s5/other.o && "
+				  "mv s5/other.dwo s5/split.dwo")) {
+			CHECK(0, "split: build a stale .dwo");
+			break;
+		}
+		struct sym_file *f = NULL, *r = NULL;
+		CHECK(sym_open(tpath("s5/split"), NULL, &f) == 0 &&
+		      sym_open(tpath("plain5"), NULL, &r) == 0, "split: open without its .dwo");
+		size_t lines = 0, ref_lines = 0, inlined = 0;
+		for (size_t i = 0; f && r && i < na; i++) {
+			struct frames x, y;
+			x.n = sym_lookup(r, addrs[i], x.fr, MAX_FR);
+			y.n = sym_lookup(f, addrs[i], y.fr, MAX_FR);
+			ref_lines += x.n > 0 && x.fr[x.n - 1].line;
+			lines += y.n > 0 && y.fr[y.n - 1].line;
+			inlined += y.n > 1;
+		}
+		struct sym_stats st = { 0 };
+		if (f)
+			sym_get_stats(f, &st);
+		CHECK(f && r && lines == ref_lines && inlined == 0 && st.splits_missing > 0 &&
+		      st.splits_read == 0,
+		      "split, %s .dwo: %zu of %zu addresses keep a line, %zu inlined frames, "
+		      "%zu split units missing", stale ? "a stale" : "no", lines, ref_lines,
+		      inlined, st.splits_missing);
+		printf("split, %s .dwo: %zu of %zu lines kept\n", stale ? "a stale" : "no", lines,
+		       ref_lines);
+		sym_close(f);
+		sym_close(r);
+	}
+}
+
 /* C++ functions DWARF names without a linkage name (a static member of a
  * class in an anonymous namespace, a static inline function in a
  * namespace, inlined) are named with their scopes, as gdb names them. */
@@ -2199,6 +2351,7 @@ int main(int argc, char **argv)
 	test_dynsym_only();
 	test_minidebuginfo();
 	test_dwz();
+	test_split();
 	test_qualified();
 	test_memory_image();
 	if (have_gcc5) {
