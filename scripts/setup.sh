@@ -9,6 +9,9 @@ packages=(
 	meson ninja-build pkg-config gcc g++ clang libclang-rt-14-dev
 	libelf-dev libdwarf-dev libiberty-dev zlib1g-dev libdeflate-dev libzstd-dev liblzma-dev libdebuginfod-dev libcapstone-dev
 	elfutils debuginfod binutils dwz python3 libunwind8 valgrind linux-perf chromium
+	# split DWARF packages (llvm-dwp-14; binutils has dwp), and Debian's debug
+	# files of python3.11, the live test of a distribution's own program
+	llvm-14 python3.11-dbg
 	gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross
 	# The AArch64 build (cross/aarch64-linux-gnu.ini), tested under qemu-user:
 	# the libraries libbackstep links (and Capstone, which the CLI loads for
