@@ -1330,11 +1330,14 @@ static int top_die_ranges(struct sym_file *f, size_t ix, struct sym_vec *v, bool
 	*unplaced = false;
 	Dwarf_Off die_off;
 	Dwarf_Die cu = cu_die(&c, u, &die_off);
+	bool partial = false;
 	if (cu) {
+		Dwarf_Error e = NULL;
+		Dwarf_Half tag = 0;
+		partial = dw_ok(&c, dwarf_tag(cu, &tag, &e), &e) && tag == DW_TAG_partial_unit;
 		/* DWARF 5 §3.1.1: with DW_AT_ranges, DW_AT_low_pc is only the
 		 * base address of the unit (0 from gcc and clang). */
 		cu_bases(&c, cu, u);
-		Dwarf_Error e = NULL;
 		Dwarf_Attribute a = NULL;
 		int r = dwarf_attr(cu, DW_AT_ranges, &a, &e);
 		if (dw_ok(&c, r, &e)) {
@@ -1350,8 +1353,11 @@ static int top_die_ranges(struct sym_file *f, size_t ix, struct sym_vec *v, bool
 	for (size_t i = 0; !err && i < c.tmp.n; i++)
 		err = push_cu_range(v, tr[i][0], tr[i][1], ix);
 	/* No range known (or the DIE unreadable): nothing says where its rows
-	 * and scopes are, so it is read before any lookup. */
-	*unplaced = c.tmp.n == 0;
+	 * and scopes are, so it is read before any lookup. Except a partial
+	 * unit without one: dwz's (thousands in a file it processed, a line
+	 * table each) hold the DIEs units share, never code, which stays in
+	 * the units that import them; read only through references. */
+	*unplaced = c.tmp.n == 0 && !partial;
 	if (!err && c.cu_failed && !u->failed) {
 		u->failed = true;
 		f->stats.cus_failed++;
