@@ -9,7 +9,8 @@
  * .debug_aranges set (clang emits none by default) gets the ranges of its
  * top DIE (DW_AT_low_pc / DW_AT_high_pc, or DW_AT_ranges) instead. A unit
  * whose top DIE gives no range at all is indexed right away, since nothing
- * says where its code is. Type units hold no code and are only read by
+ * says where its code is; but not a partial unit (dwz's hold shared DIEs,
+ * never code), which is read only through references. Type units hold no code and are only read by
  * sym_index_all. libdwarf itself is opened over our own section view
  * (sym_dwobj.c) at that point, not at open; ET_REL objects, whose DWARF
  * needs relocating, go through dwarf_init_path as before.
