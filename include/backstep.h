@@ -289,17 +289,31 @@ struct bk_target;
  * from the process's memory). Errors: BK_E_NOT_FOUND (no such process),
  * BK_E_IO (permission denied, or it exited meanwhile). */
 BK_API int bk_target_attach(int pid, struct bk_target **out);
-/* Open the x86-64 ELF core file CORE (kernel or gdb gcore): a thread per
- * NT_PRSTATUS, modules from NT_FILE opened from disk. Memory comes from the
- * core, or, where the core did not keep it, from the mapped file. EXE (may
- * be NULL) replaces the path the core gives for the main executable. A file
- * whose GNU build-id differs from the one the core kept is not used: its
- * module stays, known by name only (see bk_target_problem). Errors: BK_E_IO
- * (cannot open or read CORE; a directory), BK_E_NOT_ELF, BK_E_UNSUPPORTED
- * (an ELF file that is not a core, or a core of another machine),
- * BK_E_CORRUPT (truncated: headers or notes cut). Memory a truncated core
- * lost reads as BK_E_MEMORY. */
+/* Open the ELF core file CORE of an x86-64 or AArch64 Linux process
+ * (kernel, gdb's gcore, qemu-user), on any host: a thread per NT_PRSTATUS
+ * (AArch64: d8-d15 from NT_FPREGSET, the PAC mask from NT_ARM_PAC_MASK),
+ * modules from NT_FILE opened from disk, or, in a core without NT_FILE
+ * (qemu-user's), from the dynamic linker's list in the core's memory
+ * (DT_DEBUG -> r_debug -> link_map), the program placed by AT_ENTRY.
+ * Memory comes from the core, or, where the core did not keep it, from the
+ * mapped file. EXE (may be NULL) replaces the path the core gives for the
+ * main executable. A file whose GNU build-id differs from the one the core
+ * kept is not used: its module stays, known by name only (see
+ * bk_target_problem). Errors: BK_E_IO (cannot open or read CORE; a
+ * directory), BK_E_NOT_ELF, BK_E_UNSUPPORTED (an ELF file that is not a
+ * core, or a core of another machine), BK_E_CORRUPT (truncated: headers or
+ * notes cut). Memory a truncated core lost reads as BK_E_MEMORY. */
 BK_API int bk_target_open_core(const char *core, const char *exe, struct bk_target **out);
+/* The same with options (size first, so the struct can grow). */
+struct bk_core_options {
+	size_t size;            /* sizeof(struct bk_core_options) */
+	const char *exe;        /* as EXE above, or NULL */
+	const char *sysroot;    /* a path the core names (/lib/...) is looked for
+				 * under this directory first (gdb's set sysroot),
+				 * or NULL */
+};
+BK_API int bk_target_open_core_opts(const char *core, const struct bk_core_options *opts,
+				    struct bk_target **out);
 /* Detach (the process runs on) and free. Always call it, also on error paths. */
 BK_API void bk_target_close(struct bk_target *t);
 /* Let an attached process run on now, keeping what was learned of it
@@ -330,11 +344,14 @@ BK_API const char *bk_target_problem(const struct bk_target *t, size_t i); /* NU
  * or names a job-control stop, as gcore's do: nothing ended). */
 struct bk_signal_info {
 	int signo;          /* SIGSEGV, ... */
-	int code;           /* si_code (SEGV_MAPERR, SI_TKILL, ...); 0 when only pr_cursig was known */
+	int code;           /* si_code (SEGV_MAPERR, SI_TKILL, ...), when HAS_CODE */
 	int err;            /* si_errno */
 	int has_addr;       /* ADDR is the faulting address (SIGSEGV, SIGBUS, SIGILL, SIGFPE) */
 	uint64_t addr;
 	int tid;            /* the thread that received it; 0: not known */
+	int has_code;       /* CODE, ERR and ADDR are known (NT_SIGINFO, or the signal
+			     * a traced process stopped with); 0: only the signal
+			     * number is (a core's pr_cursig, as qemu-user writes) */
 };
 BK_API int bk_target_signal(const struct bk_target *t, struct bk_signal_info *out);
 

@@ -36,6 +36,7 @@ struct cli_stack_opts {
 	 * own (bk_target_signal) is used then. */
 	const struct bk_signal_info *signal;
 	bool follow;     /* run -f: children too */
+	const char *sysroot; /* core --sysroot DIR: the core's files under DIR first */
 };
 extern volatile sig_atomic_t cli_interrupted;
 /* Whether process PID is dead (gone, or a zombie). */

@@ -13,7 +13,9 @@
 #include "cli.h"
 #include "out.h"
 
-#define USAGE "backstep core [-r|--regs] [-n|--no-symbols] [--no-cache] [--no-debuginfod] [--json] CORE [EXE]"
+#define USAGE \
+	"backstep core [-r|--regs] [-n|--no-symbols] [--no-cache] [--no-debuginfod] [--json] " \
+	"[--sysroot DIR] CORE [EXE]"
 
 /* Is PATH an ELF file whose e_type is not ET_CORE? (To tell "not a core"
  * from "a core backstep does not read", both BK_E_UNSUPPORTED.) */
@@ -42,7 +44,8 @@ static void core_error(const char *path, int err)
 		if (elf_but_not_core(path))
 			cli_error(path, "not a core file");
 		else
-			cli_error(path, "unsupported core file (only x86-64 little-endian ELF64 cores)");
+			cli_error(path, "unsupported core file (only x86-64 and AArch64 little-endian "
+					"ELF64 cores)");
 		return;
 	case BK_E_CORRUPT:
 		cli_error(path, "truncated core file");
@@ -78,7 +81,8 @@ int cmd_core(int argc, char **argv)
 	}
 
 	struct bk_target *t;
-	int err = bk_target_open_core(core, exe, &t);
+	struct bk_core_options co = { .size = sizeof(co), .exe = exe, .sysroot = o.sysroot };
+	int err = bk_target_open_core_opts(core, &co, &t);
 	if (err) {
 		core_error(core, err);
 		return 1;

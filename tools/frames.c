@@ -232,8 +232,9 @@ void fr_signal_code(int signo, int code, const char **name, const char **words)
 static void text_signal(const struct bk_signal_info *sg)
 {
 	char nb[32];
-	const char *cname, *cwords;
-	fr_signal_code(sg->signo, sg->code, &cname, &cwords);
+	const char *cname = NULL, *cwords = NULL;
+	if (sg->has_code)
+		fr_signal_code(sg->signo, sg->code, &cname, &cwords);
 	out_s(fr_signal_name(sg->signo, nb, sizeof(nb)));
 	out_s(" (");
 	out_s(strsignal(sg->signo));
@@ -378,17 +379,20 @@ static void json_stack(const struct fr_stack *s, size_t index)
 	if (s->signal) {
 		const struct bk_signal_info *sg = s->signal;
 		char nb[32];
-		const char *cname, *cwords;
-		fr_signal_code(sg->signo, sg->code, &cname, &cwords);
+		const char *cname = NULL, *cwords = NULL;
+		if (sg->has_code)
+			fr_signal_code(sg->signo, sg->code, &cname, &cwords);
 		out_s(", \"signal\": {\"number\": ");
 		out_u64((uint64_t)sg->signo);
 		out_s(", \"name\": ");
 		fr_json_str(fr_signal_name(sg->signo, nb, sizeof(nb)));
 		out_s(", \"description\": ");
 		fr_json_str(strsignal(sg->signo));
-		out_s(", \"code\": ");
-		out_s(sg->code < 0 ? "-" : "");
-		out_u64((uint64_t)(sg->code < 0 ? -(int64_t)sg->code : sg->code));
+		if (sg->has_code) {
+			out_s(", \"code\": ");
+			out_s(sg->code < 0 ? "-" : "");
+			out_u64((uint64_t)(sg->code < 0 ? -(int64_t)sg->code : sg->code));
+		}
 		if (cname) {
 			out_s(", \"code_name\": ");
 			fr_json_str(cname);

@@ -124,6 +124,7 @@ static void dump_all(int pid, int culprit, int sig, const struct cli_stack_opts 
 	struct bk_signal_info info = { .signo = sig, .tid = culprit };
 	if (ptrace(PTRACE_GETSIGINFO, culprit, NULL, &si) == 0) {
 		info.code = si.si_code;
+		info.has_code = 1;
 		info.err = si.si_errno;
 		info.has_addr = tgt_signal_has_addr(sig, si.si_code);
 		info.addr = info.has_addr ? (uint64_t)(uintptr_t)si.si_addr : 0;

@@ -284,6 +284,7 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 		{ "no-symbols", no_argument, NULL, 'n' },
 		{ "no-cache", no_argument, NULL, 'C' },
 		{ "no-debuginfod", no_argument, NULL, 'D' },
+		{ "sysroot", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -301,6 +302,12 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 		case 'C': o->no_cache = true; break;
 		case 'f': o->follow = true; break;
 		case 'D': ldr_debuginfod_off(); break;
+		case 'S':
+			/* core's alone: refused where the usage does not list it */
+			if (!strstr(usage, "--sysroot"))
+				return -2;
+			o->sysroot = optarg;
+			break;
 		case 'h':
 			printf("usage: %s\n", usage);
 			return 0;

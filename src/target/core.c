@@ -1,11 +1,14 @@
-/* The core-file target: an x86-64 ELF ET_CORE written by the kernel or by
- * gdb's gcore, read through a private read-only mapping of the file.
+/* The core-file target: an x86-64 or AArch64 ELF ET_CORE written by the
+ * kernel, gdb's gcore or qemu-user, read on any host through a private
+ * read-only mapping of the file.
  *
  * Threads: one per NT_PRSTATUS note ("CORE"), in note order; registers from
- * pr_reg (tgt_regs_x86_64, the copy the ptrace target uses too). A core
- * keeps no per-thread name, so every thread is named after NT_PRPSINFO's
- * pr_fname. NT_FPREGSET holds x87/SSE state, none of which bk_regs tracks
- * on x86-64 (the SysV ABI has no callee-saved vector registers): skipped.
+ * pr_reg (tgt_regs_x86_64 / tgt_regs_aarch64, the copies the ptrace target
+ * uses too). A core keeps no per-thread name, so every thread is named
+ * after NT_PRPSINFO's pr_fname. NT_FPREGSET: on AArch64 d8-d15 for the
+ * thread before it; on x86-64 x87/SSE state, none of which is callee-saved
+ * (skipped). NT_ARM_PAC_MASK ("LINUX"): the bits a signed return address
+ * carries, for the space.
  *
  * Mappings: one per NT_FILE entry {start, end, file_ofs in pages} with its
  * name, flags from the PT_LOAD covering it (the kernel writes one per
@@ -21,6 +24,11 @@
  * file NT_FILE names at that address, opened once and read with pread.
  * Bytes a PT_LOAD claims but a truncated core no longer holds are
  * unreadable: they are never guessed from the mapped file.
+ *
+ * Without NT_FILE (qemu-user's cores, which also leave out read-only
+ * pages), mappings come from the files the dynamic linker's list names, at
+ * their load biases (link_map_files, below). Paths the core names are
+ * looked for under the caller's sysroot first.
  *
  * Build-ids: for each mapped file, the GNU build-id of the copy the core
  * holds (its ELF header page, program headers, PT_NOTE) is compared with
@@ -53,7 +61,6 @@
  * glibc <sys/procfs.h>), written out so any host reads them. */
 #define PRSTATUS_PID_OFF 32
 #define PRSTATUS_REG_OFF 112
-#define PRSTATUS_REG_END (PRSTATUS_REG_OFF + TGT_X86_64_USER_REGS * 8)
 #define PRPSINFO_FNAME_OFF 40
 #define PRPSINFO_FNAME_LEN 16
 #if defined(__x86_64__)
@@ -65,6 +72,7 @@ _Static_assert(offsetof(struct elf_prpsinfo, pr_fname) == PRPSINFO_FNAME_OFF, "p
 #endif
 
 #define PHDR64_SIZE 56u
+#define NT_ARM_PAC_MASK_ 0x406 /* <elf.h> of older hosts lacks it */
 #define EHDR64_SIZE 64u
 
 /* One PT_LOAD of the core: [vaddr, end) in memory; the first `dumped`
@@ -86,6 +94,8 @@ struct core_priv {
 	int *fds;            /* every descriptor opened, for close */
 	size_t nfds;
 	uint64_t page_size;  /* from NT_FILE */
+	uint16_t machine;    /* EM_X86_64 or EM_AARCH64 */
+	const char *sysroot; /* files the core names are looked for under it first */
 };
 
 /* ---- Small helpers -------------------------------------------------------- */
@@ -386,6 +396,7 @@ struct core_info {
 	const uint8_t *file_note; /* NT_FILE desc */
 	size_t file_note_len;
 	uint64_t entry, vdso;     /* AT_ENTRY, AT_SYSINFO_EHDR (0: unknown) */
+	uint64_t execfn;          /* AT_EXECFN: the program's name, in its memory */
 	char fname[PRPSINFO_FNAME_LEN];
 	const uint8_t **note_areas;
 	size_t *note_lens, *note_aligns;
@@ -393,7 +404,8 @@ struct core_info {
 };
 
 /* The ELF header and program header table: *PHOFF and *PHNUM. */
-static int check_header(const uint8_t *img, size_t len, uint64_t *phoff, uint64_t *phnum)
+static int check_header(const uint8_t *img, size_t len, uint64_t *phoff, uint64_t *phnum,
+			uint16_t *machine)
 {
 	if (len < SELFMAG || memcmp(img, ELFMAG, SELFMAG) != 0)
 		return BK_E_NOT_ELF;
@@ -403,8 +415,9 @@ static int check_header(const uint8_t *img, size_t len, uint64_t *phoff, uint64_
 		return BK_E_UNSUPPORTED;
 	if (len < EHDR64_SIZE)
 		return BK_CORRUPT;
+	*machine = (uint16_t)base_rd_le(img + offsetof(Elf64_Ehdr, e_machine), 2);
 	if (base_rd_le(img + offsetof(Elf64_Ehdr, e_type), 2) != ET_CORE ||
-	    base_rd_le(img + offsetof(Elf64_Ehdr, e_machine), 2) != EM_X86_64)
+	    (*machine != EM_X86_64 && *machine != EM_AARCH64))
 		return BK_E_UNSUPPORTED;
 	*phoff = base_rd_le(img + offsetof(Elf64_Ehdr, e_phoff), 8);
 	*phnum = base_rd_le(img + offsetof(Elf64_Ehdr, e_phnum), 2);
@@ -476,7 +489,7 @@ static int read_phdrs(struct core_priv *p, uint64_t phoff, uint64_t phnum, struc
 	return 0;
 }
 
-static int add_thread(struct tgt *t, size_t *cap, const struct note *n)
+static int add_thread(struct tgt *t, uint16_t machine, size_t *cap, const struct note *n)
 {
 	if (t->nthreads == *cap) {
 		size_t ncap = *cap ? *cap * 2 : 16;
@@ -492,14 +505,21 @@ static int add_thread(struct tgt *t, size_t *cap, const struct note *n)
 	memset(th, 0, sizeof(*th));
 	if (n->descsz >= PRSTATUS_PID_OFF + 4)
 		th->tid = (int)base_rd_le(n->desc + PRSTATUS_PID_OFF, 4);
-	if (n->descsz < PRSTATUS_REG_END) {
+	/* pr_reg follows the same 112 bytes on both: x86-64's
+	 * user_regs_struct, AArch64's user_pt_regs. */
+	unsigned nwords = machine == EM_AARCH64 ? TGT_AARCH64_USER_REGS : TGT_X86_64_USER_REGS;
+	if (n->descsz < PRSTATUS_REG_OFF + 8 * nwords) {
 		th->err = BK_CORRUPT; /* the note is too short for pr_reg */
 		return 0;
 	}
-	uint64_t words[TGT_X86_64_USER_REGS];
-	for (unsigned i = 0; i < TGT_X86_64_USER_REGS; i++)
+	uint64_t words[TGT_AARCH64_USER_REGS > TGT_X86_64_USER_REGS ? TGT_AARCH64_USER_REGS
+								     : TGT_X86_64_USER_REGS];
+	for (unsigned i = 0; i < nwords; i++)
 		words[i] = base_rd_le(n->desc + PRSTATUS_REG_OFF + 8 * i, 8);
-	tgt_regs_x86_64(words, &th->regs);
+	if (machine == EM_AARCH64)
+		tgt_regs_aarch64(words, &th->regs);
+	else
+		tgt_regs_x86_64(words, &th->regs);
 	return 0;
 }
 
@@ -525,12 +545,13 @@ static void read_siginfo(struct tgt *t, const struct note *n)
 	t->signal.signo = signo;
 	t->signal.err = (int32_t)base_rd_le(n->desc + 4, 4);
 	t->signal.code = (int32_t)base_rd_le(n->desc + 8, 4);
+	t->signal.has_code = 1;
 	t->signal.has_addr = tgt_signal_has_addr(signo, t->signal.code);
 	if (t->signal.has_addr)
 		t->signal.addr = base_rd_le(n->desc + 16, 8);
 }
 
-static int read_notes(struct tgt *t, struct core_info *info)
+static int read_notes(struct tgt *t, const struct core_priv *p, struct core_info *info)
 {
 	size_t cap = 0;
 	int first_cursig = 0;
@@ -540,6 +561,13 @@ static int read_notes(struct tgt *t, struct core_info *info)
 		struct note n;
 		int rc;
 		while ((rc = note_next(&b, area, info->note_aligns[a], &n)) == 0) {
+			if (note_owner_is(&n, "LINUX") && n.type == NT_ARM_PAC_MASK_ &&
+			    p->machine == EM_AARCH64 && n.descsz >= 16) {
+				/* user_pac_mask {data_mask, insn_mask}: the bits a
+				 * signed return address carries. */
+				t->pac_mask = base_rd_le(n.desc + 8, 8);
+				continue;
+			}
 			if (!note_owner_is(&n, "CORE"))
 				continue; /* "LINUX" (XSAVE state), "GDB" (target description) */
 			int err = 0;
@@ -548,7 +576,15 @@ static int read_notes(struct tgt *t, struct core_info *info)
 				/* pr_cursig: after pr_info's three ints. */
 				if (t->nthreads == 0 && n.descsz >= 14)
 					first_cursig = (int)base_rd_le(n.desc + 12, 2);
-				err = add_thread(t, &cap, &n);
+				err = add_thread(t, p->machine, &cap, &n);
+				break;
+			case NT_FPREGSET:
+				/* The thread whose NT_PRSTATUS came last: AArch64's
+				 * d8..d15 (x86-64's x87/SSE state holds nothing
+				 * callee-saved). */
+				if (p->machine == EM_AARCH64 && t->nthreads &&
+				    n.descsz >= TGT_AARCH64_FPSIMD_SIZE)
+					tgt_fpsimd_aarch64(n.desc, &t->threads[t->nthreads - 1].regs);
 				break;
 			case NT_PRPSINFO:
 				if (n.descsz >= PRPSINFO_FNAME_OFF + PRPSINFO_FNAME_LEN) {
@@ -561,6 +597,8 @@ static int read_notes(struct tgt *t, struct core_info *info)
 					uint64_t type = base_rd_le(n.desc + i, 8), val = base_rd_le(n.desc + i + 8, 8);
 					if (type == AT_ENTRY)
 						info->entry = val;
+					else if (type == AT_EXECFN)
+						info->execfn = val;
 					else if (type == AT_SYSINFO_EHDR)
 						info->vdso = val;
 					else if (type == AT_NULL)
@@ -604,6 +642,228 @@ struct map_build {
 	bool flags_known;
 };
 
+static void set_flags(struct tgt_mapping *m, uint32_t flags)
+{
+	m->r = flags & PF_R;
+	m->w = flags & PF_W;
+	m->x = flags & PF_X;
+}
+
+/* ---- Files the core names ------------------------------------------------------
+ *
+ * A path the core names (NT_FILE, the dynamic linker's list) is looked for
+ * under the sysroot first (gdb's "set sysroot": the target's files on this
+ * host), then as it is. */
+
+static char *host_path(const struct core_priv *p, const char *path)
+{
+	if (p->sysroot && p->sysroot[0] && path[0] == '/') {
+		size_t a = strlen(p->sysroot), b = strlen(path);
+		char *c = base_alloc(a + b + 1);
+		if (!c)
+			return NULL;
+		memcpy(c, p->sysroot, a);
+		memcpy(c + a, path, b + 1);
+		struct stat st;
+		if (stat(c, &st) == 0 && S_ISREG(st.st_mode))
+			return c;
+		base_free(c);
+	}
+	return base_strdup(path);
+}
+
+/* ---- Modules from the dynamic linker's list (a core without NT_FILE) ----------
+ *
+ * qemu-user's cores (and old kernels') carry no NT_FILE and none of the
+ * read-only pages, so nothing in them says which file is mapped where. As
+ * gdb does: the program (named by the caller, else by AT_EXECFN) is
+ * placed by AT_ENTRY against its e_entry; its PT_DYNAMIC, in the core's
+ * writable pages, holds DT_DEBUG, the dynamic linker's r_debug, whose
+ * r_map list gives every loaded object's load bias (l_addr) and name
+ * (l_name). Each file's PT_LOADs, at its bias, become its mappings. All
+ * reads are of bytes the core holds; the list is followed for at most
+ * MAX_LINK_MAPS entries, a file only of the core's machine is used, and a
+ * file whose segments would overlap another's is left out. */
+
+#define MAX_LINK_MAPS 4096
+#define MAX_DYN_ENTRIES 4096
+#define MAX_CORE_STRING 4096
+
+struct map_list {
+	struct map_build *v;
+	size_t n, cap;
+};
+
+/* The NUL-terminated string at ADDR in the core's memory, into BUF. */
+static bool core_string(const struct core_priv *p, uint64_t addr, char *buf, size_t cap)
+{
+	for (size_t i = 0; i + 1 < cap; i++) {
+		if (addr + i < addr || read_dumped(p, addr + i, &buf[i], 1) != 0)
+			return false;
+		if (!buf[i])
+			return true;
+	}
+	return false;
+}
+
+static bool core_u64(const struct core_priv *p, uint64_t addr, uint64_t *v)
+{
+	uint8_t b[8];
+	if (read_dumped(p, addr, b, 8) != 0)
+		return false;
+	*v = base_rd_le(b, 8);
+	return true;
+}
+
+/* What placing one file needs from its headers. */
+struct elf_facts {
+	uint16_t type;
+	uint64_t entry, dyn_vaddr;
+	bool has_dyn;
+};
+
+/* FILE's PT_LOADs at BIAS into L (host path PATH, taken over), and FACTS.
+ * false (PATH freed, L unchanged) when the file cannot be read, is not an
+ * ELF file of the core's machine, or would overlap a file placed before. */
+static bool place_file(const struct core_priv *p, char *path, bool have_bias, uint64_t bias,
+		       const uint64_t *entry, struct map_list *l, struct elf_facts *facts, int *err)
+{
+	uint8_t eh[EHDR64_SIZE];
+	uint8_t ph[MAX_MODULE_PHNUM * PHDR64_SIZE];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	bool ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		  pread(fd, eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) &&
+		  memcmp(eh, ELFMAG, SELFMAG) == 0 && eh[EI_CLASS] == ELFCLASS64 &&
+		  eh[EI_DATA] == ELFDATA2LSB &&
+		  base_rd_le(eh + offsetof(Elf64_Ehdr, e_machine), 2) == p->machine &&
+		  base_rd_le(eh + offsetof(Elf64_Ehdr, e_phentsize), 2) == PHDR64_SIZE;
+	uint64_t phoff = ok ? base_rd_le(eh + offsetof(Elf64_Ehdr, e_phoff), 8) : 0;
+	uint64_t phnum = ok ? base_rd_le(eh + offsetof(Elf64_Ehdr, e_phnum), 2) : 0;
+	ok = ok && phnum > 0 && phnum <= MAX_MODULE_PHNUM && phoff < (uint64_t)INT64_MAX &&
+	     pread(fd, ph, phnum * PHDR64_SIZE, (off_t)phoff) == (ssize_t)(phnum * PHDR64_SIZE);
+	if (fd >= 0)
+		close(fd);
+	if (!ok) {
+		base_free(path);
+		return false;
+	}
+	struct elf_facts f = {
+		.type = (uint16_t)base_rd_le(eh + offsetof(Elf64_Ehdr, e_type), 2),
+		.entry = base_rd_le(eh + offsetof(Elf64_Ehdr, e_entry), 8),
+	};
+	if (!have_bias) /* the program: where its entry point is */
+		bias = f.type == ET_DYN && entry && *entry ? *entry - f.entry : 0;
+	uint64_t page = p->page_size;
+	size_t first = l->n;
+	for (uint64_t i = 0; i < phnum && ok; i++) {
+		const uint8_t *q = ph + i * PHDR64_SIZE;
+		uint32_t type = (uint32_t)base_rd_le(q + offsetof(Elf64_Phdr, p_type), 4);
+		uint64_t off = base_rd_le(q + offsetof(Elf64_Phdr, p_offset), 8);
+		uint64_t vaddr = base_rd_le(q + offsetof(Elf64_Phdr, p_vaddr), 8);
+		uint64_t filesz = base_rd_le(q + offsetof(Elf64_Phdr, p_filesz), 8);
+		if (type == PT_DYNAMIC) {
+			f.dyn_vaddr = vaddr + bias;
+			f.has_dyn = true;
+		}
+		if (type != PT_LOAD || filesz == 0)
+			continue;
+		/* The file-backed part, page by page, as the loader maps it. */
+		uint64_t start = vaddr + bias, end = start + filesz;
+		if (end < start || end > UINT64_MAX - page || (off & (page - 1)) != (vaddr & (page - 1))) {
+			ok = false;
+			break;
+		}
+		start &= ~(page - 1);
+		end = (end + page - 1) & ~(page - 1);
+		for (size_t k = 0; k < first; k++)
+			if (l->v[k].m.start < end && start < l->v[k].m.end)
+				ok = false; /* another file's place: a hostile list */
+		if (!ok)
+			break;
+		if (l->n == l->cap) {
+			size_t cap = l->cap ? l->cap * 2 : 32;
+			void *v = base_realloc(l->v, cap * sizeof(*l->v));
+			if (!v) {
+				*err = BK_E_NOMEM;
+				ok = false;
+				break;
+			}
+			l->v = v;
+			l->cap = cap;
+		}
+		struct map_build *e = &l->v[l->n++];
+		memset(e, 0, sizeof(*e));
+		e->m.start = start;
+		e->m.end = end;
+		e->m.offset = off & ~(page - 1);
+		set_flags(&e->m, (uint32_t)base_rd_le(q + offsetof(Elf64_Phdr, p_flags), 4));
+		e->flags_known = true;
+		if (!(e->m.path = base_strdup(path))) {
+			*err = BK_E_NOMEM;
+			ok = false;
+		}
+	}
+	if (!ok || l->n == first) {
+		while (l->n > first)
+			base_free((void *)l->v[--l->n].m.path);
+		base_free(path);
+		return false;
+	}
+	base_free(path);
+	*facts = f;
+	return true;
+}
+
+/* Every loaded object the core's dynamic linker lists, placed into L. */
+static int link_map_files(const struct core_priv *p, const struct core_info *info,
+			  const char *exe_path, struct map_list *l)
+{
+	char name[MAX_CORE_STRING];
+	char *exe = NULL;
+	if (exe_path)
+		exe = base_strdup(exe_path);
+	else if (info->execfn && core_string(p, info->execfn, name, sizeof(name)))
+		exe = host_path(p, name);
+	else
+		return 0;
+	if (!exe)
+		return BK_E_NOMEM;
+	int err = 0;
+	struct elf_facts prog;
+	if (!place_file(p, exe, false, 0, &info->entry, l, &prog, &err) || !prog.has_dyn)
+		return err;
+	/* DT_DEBUG in the program's dynamic section: the r_debug address. */
+	uint64_t r_debug = 0;
+	for (unsigned i = 0; i < MAX_DYN_ENTRIES; i++) {
+		uint64_t tag, val;
+		if (!core_u64(p, prog.dyn_vaddr + 16 * i, &tag) ||
+		    !core_u64(p, prog.dyn_vaddr + 16 * i + 8, &val) || tag == DT_NULL)
+			break;
+		if (tag == DT_DEBUG)
+			r_debug = val;
+	}
+	uint64_t lm = 0;
+	if (!r_debug || !core_u64(p, r_debug + 8, &lm)) /* r_map, after int r_version */
+		return 0;
+	/* struct link_map: l_addr, l_name, l_ld, l_next, l_prev. */
+	for (unsigned k = 0; lm && k < MAX_LINK_MAPS && !err; k++) {
+		uint64_t l_addr, l_name, next;
+		if (!core_u64(p, lm, &l_addr) || !core_u64(p, lm + 8, &l_name) ||
+		    !core_u64(p, lm + 24, &next))
+			break;
+		lm = next;
+		if (!l_name || !core_string(p, l_name, name, sizeof(name)) || name[0] != '/')
+			continue; /* the program itself (""), the vDSO (no file) */
+		char *path = host_path(p, name);
+		if (!path)
+			return BK_E_NOMEM;
+		struct elf_facts f;
+		place_file(p, path, true, l_addr, NULL, l, &f, &err);
+	}
+	return err;
+}
+
 static int cmp_map_build(const void *a, const void *b)
 {
 	const struct map_build *x = a, *y = b;
@@ -625,18 +885,12 @@ static bool overlaps(const struct map_build *mb, size_t n, uint64_t lo, uint64_t
 	return l > 0 && mb[l - 1].m.end > lo;
 }
 
-static void set_flags(struct tgt_mapping *m, uint32_t flags)
-{
-	m->r = flags & PF_R;
-	m->w = flags & PF_W;
-	m->x = flags & PF_X;
-}
 
 /* t->maps from NT_FILE (count, page size, count * {start, end, file_ofs},
  * then count NUL-terminated names) and the PT_LOADs it does not name,
  * sorted by start. *KNOWN_OUT: per mapping, are its flags known. */
 static int build_maps(struct tgt *t, struct core_priv *p, const struct core_info *info,
-		      bool **known_out)
+		      struct map_list *placed, bool **known_out)
 {
 	uint64_t count = 0, page = 4096;
 	struct buf b = { NULL, NULL };
@@ -651,7 +905,7 @@ static int build_maps(struct tgt *t, struct core_priv *p, const struct core_info
 		buf_skip(&b, count * 24);
 	}
 	p->page_size = page;
-	size_t cap = (size_t)count + p->nsegs;
+	size_t cap = (size_t)count + p->nsegs + placed->n;
 	if (cap == 0)
 		return 0;
 	struct map_build *mb = base_calloc(cap, sizeof(*mb));
@@ -677,7 +931,7 @@ static int build_maps(struct tgt *t, struct core_priv *p, const struct core_info
 		e->m.start = start;
 		e->m.end = end;
 		e->m.offset = pgofs * page;
-		e->m.path = base_strdup(name);
+		e->m.path = host_path(p, name);
 		if (!e->m.path) {
 			err = BK_E_NOMEM;
 			break;
@@ -690,6 +944,15 @@ static int build_maps(struct tgt *t, struct core_priv *p, const struct core_info
 			e->flags_known = true;
 		}
 	}
+	/* Files placed from the dynamic linker's list (no NT_FILE). */
+	for (size_t i = 0; i < placed->n; i++) {
+		if (err) {
+			base_free((void *)placed->v[i].m.path);
+			continue;
+		}
+		mb[n++] = placed->v[i];
+	}
+	placed->n = 0;
 	if (!err) {
 		qsort(mb, n, sizeof(*mb), cmp_map_build);
 		size_t nfile = n;
@@ -879,17 +1142,26 @@ static int check_files(struct tgt *t, struct core_priv *p, const bool *known)
 static int parse(struct tgt *t, struct core_priv *p, const char *exe_path)
 {
 	uint64_t phoff, phnum;
-	int err = check_header(p->img, p->len, &phoff, &phnum);
+	int err = check_header(p->img, p->len, &phoff, &phnum, &p->machine);
 	if (err)
 		return err;
+	t->arch = arch_from_elf_machine(p->machine);
+	if (!t->arch)
+		return BK_E_UNSUPPORTED;
 	struct core_info info;
 	memset(&info, 0, sizeof(info));
 	bool *known = NULL;
+	struct map_list placed = { 0 };
 	err = read_phdrs(p, phoff, phnum, &info);
 	if (!err)
-		err = read_notes(t, &info);
+		err = read_notes(t, p, &info);
+	if (!err && !info.file_note)
+		err = link_map_files(p, &info, exe_path, &placed);
 	if (!err)
-		err = build_maps(t, p, &info, &known);
+		err = build_maps(t, p, &info, &placed, &known);
+	for (size_t i = 0; i < placed.n; i++)
+		base_free((void *)placed.v[i].m.path);
+	base_free(placed.v);
 	if (!err && exe_path)
 		err = replace_exe(t, info.entry, exe_path);
 	if (!err)
@@ -901,7 +1173,8 @@ static int parse(struct tgt *t, struct core_priv *p, const char *exe_path)
 	return err;
 }
 
-int tgt_core_open(const char *core_path, const char *exe_path, struct tgt **out)
+int tgt_core_open(const char *core_path, const char *exe_path, const char *sysroot,
+		  struct tgt **out)
 {
 	if (!out)
 		return BK_E_INVAL;
@@ -923,11 +1196,13 @@ int tgt_core_open(const char *core_path, const char *exe_path, struct tgt **out)
 	p->img = img;
 	p->len = len;
 	p->page_size = 4096;
+	p->sysroot = sysroot;
 	t->ops = &core_ops;
 	t->arch = arch_get(BK_ARCH_X86_64);
 	t->pid = 0;
 	t->priv = p;
 	int err = parse(t, p, exe_path);
+	p->sysroot = NULL; /* the caller's: not kept */
 	if (err) {
 		tgt_close(t);
 		return err;

@@ -1,6 +1,7 @@
 /* Register-set layouts shared by the targets: the kernel's x86-64
- * user_regs_struct (PTRACE_GETREGSET NT_PRSTATUS, and pr_reg of a core's
- * NT_PRSTATUS) to DWARF numbering. Pure; host-independent. */
+ * user_regs_struct and AArch64 user_pt_regs / user_fpsimd_state
+ * (PTRACE_GETREGSET NT_PRSTATUS / NT_FPREGSET, and a core's notes of those
+ * types) to DWARF numbering. Pure; host-independent (little-endian). */
 #include "target.h"
 
 /* Word indexes in user_regs_struct (<sys/user.h>, x86-64). */
@@ -24,4 +25,18 @@ void tgt_regs_x86_64(const uint64_t u[TGT_X86_64_USER_REGS], struct bk_regs *r)
 	for (unsigned i = 0; i < 17; i++)
 		bk_regs_set(r, i, u[word_of_dwarf[i]]);
 	bk_regs_set(r, 49, u[U_EFLAGS]);
+}
+
+/* AADWARF64 §4.1: x0..x30 0..30, sp 31, pc 32; v8..v15 72..79. */
+void tgt_regs_aarch64(const uint64_t u[TGT_AARCH64_USER_REGS], struct bk_regs *r)
+{
+	memset(r, 0, sizeof(*r));
+	for (unsigned i = 0; i < 33; i++)
+		bk_regs_set(r, i, u[i]);
+}
+
+void tgt_fpsimd_aarch64(const uint8_t *fpsimd, struct bk_regs *r)
+{
+	for (unsigned i = 8; i < 16; i++)
+		bk_regs_set(r, 64 + i, base_rd_le(fpsimd + 16 * i, 8));
 }

@@ -51,6 +51,7 @@ struct tgt {
 	size_t nmaps;
 	uint8_t *map_check;     /* per maps[] entry an enum tgt_file_check, or NULL */
 	struct bk_signal_info signal; /* a core's (signo 0: none) */
+	uint64_t pac_mask;      /* AArch64: the bits of a signed code pointer (0: unknown) */
 	void *priv;
 };
 
@@ -76,7 +77,8 @@ BK_HIDDEN int tgt_ptrace_attach(int pid, struct tgt **out);
  * BK_E_UNSUPPORTED (an ELF that is not a core, or a core of another machine,
  * class or byte order), BK_E_CORRUPT (headers or notes cut or malformed),
  * BK_E_NOMEM. A thread whose NT_PRSTATUS is too short has err set. */
-BK_HIDDEN int tgt_core_open(const char *core_path, const char *exe_path, struct tgt **out);
+BK_HIDDEN int tgt_core_open(const char *core_path, const char *exe_path, const char *sysroot,
+			    struct tgt **out);
 
 /* The x86-64 general registers as struct user_regs_struct lays them out
  * (also pr_reg of NT_PRSTATUS): 27 words, r15 first. */
@@ -84,6 +86,14 @@ BK_HIDDEN int tgt_core_open(const char *core_path, const char *exe_path, struct 
 /* Convert them to DWARF numbering (rax..r15, rip, rflags); one copy shared by
  * the ptrace and core targets. Host-independent. */
 BK_HIDDEN void tgt_regs_x86_64(const uint64_t user_regs[TGT_X86_64_USER_REGS], struct bk_regs *out);
+/* The kernel's AArch64 user_pt_regs (x0..x30, sp, pc, pstate: NT_PRSTATUS)
+ * to DWARF numbering (x0..x30 0..30, sp 31, pc 32); and the low halves of
+ * v8..v15 of user_fpsimd_state (NT_FPREGSET: 32 16-byte vregs, fpsr,
+ * fpcr), d8..d15 (72..79), into OUT. */
+#define TGT_AARCH64_USER_REGS 34
+#define TGT_AARCH64_FPSIMD_SIZE (32 * 16 + 8)
+BK_HIDDEN void tgt_regs_aarch64(const uint64_t user_regs[TGT_AARCH64_USER_REGS], struct bk_regs *out);
+BK_HIDDEN void tgt_fpsimd_aarch64(const uint8_t *fpsimd, struct bk_regs *out);
 
 /* The same over threads TIDS of PID that the caller already traces and has
  * stopped (backstep run): nothing is attached, and closing detaches nothing. */

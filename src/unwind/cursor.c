@@ -476,6 +476,8 @@ uint64_t uw_strip_pac(const struct bk_space *s, uint64_t ra)
 {
 	if (s->local)
 		return tgt_local_strip_pac(ra);
+	if (s->pac_mask)
+		return ra & ~s->pac_mask; /* a user address: the bits above are 0 */
 	return ra & 0x0000ffffffffffffull;
 }
 

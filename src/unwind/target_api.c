@@ -197,8 +197,10 @@ static int compose(struct bk_target *bt)
 {
 	static const struct bk_target_ops ops = { sizeof(ops), tgt_read_mem };
 	int err = bk_space_create(bt->tgt->arch->arch, &ops, bt->tgt, &bt->space);
-	if (!err)
+	if (!err) {
+		bt->space->pac_mask = bt->tgt->pac_mask;
 		err = add_modules(bt, false, NULL);
+	}
 	return err;
 }
 
@@ -258,13 +260,21 @@ void uw_target_invalidate(struct bk_target *bt)
 
 int bk_target_open_core(const char *core, const char *exe, struct bk_target **out)
 {
-	if (!out || !core)
+	struct bk_core_options o = { .size = sizeof(o), .exe = exe };
+	return bk_target_open_core_opts(core, &o, out);
+}
+
+int bk_target_open_core_opts(const char *core, const struct bk_core_options *opts,
+			     struct bk_target **out)
+{
+	if (!out || !core || !opts || opts->size < offsetof(struct bk_core_options, sysroot) +
+							  sizeof(opts->sysroot))
 		return BK_E_INVAL;
 	*out = NULL;
 	struct bk_target *bt = base_calloc(1, sizeof(*bt));
 	if (!bt)
 		return BK_E_NOMEM;
-	int err = tgt_core_open(core, exe, &bt->tgt);
+	int err = tgt_core_open(core, opts->exe, opts->sysroot, &bt->tgt);
 	if (!err)
 		err = compose(bt);
 	if (err) {

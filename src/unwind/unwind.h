@@ -268,6 +268,8 @@ struct bk_space {
 	void *sym_state;
 	void (*sym_state_free)(void *);
 	unsigned flags;        /* enum bk_space_flags */
+	uint64_t pac_mask;     /* AArch64, not local: the bits a signed return address
+				* carries (a core's NT_ARM_PAC_MASK); 0: above bit 47 */
 };
 
 /* The module of this process holding PC: a slot, or TMP filled for this
