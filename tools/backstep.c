@@ -2,6 +2,7 @@
  * the dispatch and the few helpers they share. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -85,6 +86,56 @@ void cli_file_error(const char *path, int err)
 	cli_error(path, "%s", bk_strerror(err));
 }
 
+/* ---- Signals ---------------------------------------------------------------
+ *
+ * SIGINT, SIGTERM and SIGHUP end backstep with status 128 + the signal (130,
+ * 143, 129) in every subcommand. By default at once (_exit: nothing is held
+ * that the kernel does not release); a subcommand holding something that
+ * must be let go first (a ptrace'd process, a child to stop) calls
+ * cli_catch_signals, then notices cli_interrupted, lets go, and returns
+ * cli_signal_status(). */
+
+volatile sig_atomic_t cli_interrupted;
+
+static void exit_on_signal(int sig)
+{
+	_exit(128 + sig);
+}
+
+static void flag_signal(int sig)
+{
+	cli_interrupted = sig;
+}
+
+static void set_handlers(void (*fn)(int))
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fn;
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: a blocking waitpid or read returns EINTR. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+void cli_catch_signals(void)
+{
+	set_handlers(flag_signal);
+}
+
+void cli_exit_on_signals(void)
+{
+	set_handlers(exit_on_signal);
+	if (cli_interrupted)
+		_exit(128 + cli_interrupted);
+}
+
+int cli_signal_status(void)
+{
+	return 128 + cli_interrupted;
+}
+
 int cmd_check(int argc, char **argv); /* check.c */
 int cmd_report(int argc, char **argv); /* report.c */
 
@@ -134,6 +185,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	sym_dwarf_untracked(); /* this process's only libdwarf user frees what it takes */
+	cli_exit_on_signals();
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
@@ -160,7 +212,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("backstep %d.%d\n", BK_VERSION_MAJOR, BK_VERSION_MINOR);
+		printf("backstep %s\n", BK_PROJECT_VERSION);
 		return 0;
 	}
 	cli_error(cmd, "unknown command (try 'backstep help')");

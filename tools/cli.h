@@ -37,7 +37,21 @@ struct cli_stack_opts {
 	const struct bk_signal_info *signal;
 	bool follow;     /* run -f: children too */
 };
+/* Exit status (README, "Exit status"): 0 success; 1 the subject had
+ * problems (a walk ended early, a check found errors); 2 bad usage or
+ * unusable input; 128 + N after signal N (SIGINT, SIGTERM, SIGHUP). */
+enum { CLI_OK = 0, CLI_PROBLEMS = 1, CLI_USAGE = 2 };
+/* The signal (SIGINT, SIGTERM, SIGHUP) that asked backstep to stop, or 0;
+ * set only after cli_catch_signals. */
 extern volatile sig_atomic_t cli_interrupted;
+/* From now on those signals only set cli_interrupted (a subcommand with
+ * something to let go first: a traced process, a child). */
+void cli_catch_signals(void);
+/* From now on they end backstep at once with 128 + the signal (the
+ * default, set by main); at once too if one came meanwhile. */
+void cli_exit_on_signals(void);
+/* 128 + cli_interrupted: the status to return once let go. */
+int cli_signal_status(void);
 /* Whether process PID is dead (gone, or a zombie). */
 bool cli_process_gone(int pid);
 /* Every thread of a target and its stack; 0, or 1 if any walk failed, or

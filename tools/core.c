@@ -69,11 +69,11 @@ int cmd_core(int argc, char **argv)
 		struct stat st;
 		if (stat(exe, &st) != 0) {
 			cli_error(exe, "%s", strerror(errno));
-			return 1;
+			return CLI_USAGE;
 		}
 		if (S_ISDIR(st.st_mode)) {
 			cli_error(exe, "is a directory");
-			return 1;
+			return CLI_USAGE;
 		}
 	}
 
@@ -81,7 +81,7 @@ int cmd_core(int argc, char **argv)
 	int err = bk_target_open_core(core, exe, &t);
 	if (err) {
 		core_error(core, err);
-		return 1;
+		return CLI_USAGE;
 	}
 	cli_print_problems(t);
 	int status = cli_print_threads(t, &o);

@@ -625,7 +625,7 @@ static int dump_file(const char *path, const struct dump_opts *opts)
 	int err = ldr_open_path(path, &ldr);
 	if (err) {
 		cli_file_error(path, err);
-		return 1;
+		return CLI_USAGE;
 	}
 	struct dump_ctx c = { .opts = opts, .path = path, .arch = ldr->arch };
 	if (!opts->json && !opts->have_pc) {
@@ -718,8 +718,10 @@ int cmd_dump(int argc, char **argv)
 		return 2;
 	}
 	int status = 0;
-	for (int i = optind; i < argc; i++)
-		status |= dump_file(argv[i], &opts);
+	for (int i = optind; i < argc; i++) {
+		int s = dump_file(argv[i], &opts);
+		status = s > status ? s : status;
+	}
 	out_flush();
 	return status;
 }

@@ -13,6 +13,13 @@
  * terminates the process and the program neither catches nor ignores it
  * (/proc/PID/status SigCgt, SigIgn); a caught signal is passed on, and if
  * the handler re-raises it with the default action restored we see it again.
+ *
+ * SIGTERM, SIGHUP or SIGINT sent to backstep (kill, not the terminal: the
+ * terminal signals the program's process group itself) is passed on to the
+ * program, which dies of it as it would have without backstep — its stacks
+ * printed first, being a fatal signal — or handles it; a second one kills
+ * it (SIGKILL). backstep then exits 128 + the signal it was sent, the
+ * program ended and reaped, nothing left traced.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -143,6 +150,26 @@ static void dump_all(int pid, int culprit, int sig, const struct cli_stack_opts 
 	bk_target_close(t);
 }
 
+static volatile sig_atomic_t program_pid, signals_seen;
+
+static void pass_signal(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	cli_interrupted = sig;
+	if (program_pid <= 0)
+		return;
+	if (signals_seen++)
+		kill(program_pid, SIGKILL);
+	else if (si->si_code <= 0) /* SI_USER, SI_QUEUE, SI_TKILL: not the terminal's */
+		kill(program_pid, sig);
+}
+
+/* The run's status: the program's, or 128 + the signal backstep was sent. */
+static int run_status(int status)
+{
+	return cli_interrupted ? cli_signal_status() : status;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct cli_stack_opts o;
@@ -176,6 +203,15 @@ int cmd_run(int argc, char **argv)
 		_exit(127);
 	}
 	close(errpipe[1]);
+	program_pid = pid;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = pass_signal;
+	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: waitpid returns */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	int st;
 	unsigned long ptopts = PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL |
 			       (o.follow ? PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK : 0);
@@ -198,7 +234,7 @@ int cmd_run(int argc, char **argv)
 			if (errno == EINTR)
 				continue;
 			if (errno == ECHILD && status >= 0)
-				return status;
+				return run_status(status);
 			cli_error(cmd[0], "lost the program: %s", strerror(errno));
 			return 1;
 		}
@@ -206,7 +242,7 @@ int cmd_run(int argc, char **argv)
 			drop_tid(tid);
 			if (tid != pid) {
 				if (status >= 0 && ntids == 0)
-					return status;
+					return run_status(status);
 				continue;
 			}
 			/* An exec that failed left its errno in the pipe (which a
@@ -218,7 +254,7 @@ int cmd_run(int argc, char **argv)
 			}
 			status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 			if (!o.follow || ntids == 0)
-				return status;
+				return run_status(status);
 			continue;
 		}
 		if (!WIFSTOPPED(st))

@@ -11,7 +11,8 @@
  * (src/validate/val_run.c, "Stepping over"); --step-all single-steps it
  * too, as a reference.
  * Exit status: 0 no mismatch, 1 mismatches, 2 the run could not be made
- * (or checking never started), 130 interrupted before any mismatch.
+ * (or checking never started), 128 + N when signal N (SIGINT, SIGTERM,
+ * SIGHUP) stopped it: the program is let go first, the report printed.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -42,12 +43,6 @@ static bool fp_method;
 static bool is_nocfi(const struct val_mismatch *m)
 {
 	return m->nocfi && !fp_method;
-}
-
-static void on_interrupt(int sig)
-{
-	(void)sig;
-	cli_interrupted = 1;
 }
 
 static bool tty_progress;
@@ -386,7 +381,7 @@ int cmd_validate(int argc, char **argv)
 		{ "only", required_argument, NULL, 'o' },
 		{ "from", required_argument, NULL, 'f' },
 		{ "method", required_argument, NULL, 'm' },
-		{ "max-frames", required_argument, NULL, 'n' },
+		{ "max-frames", required_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "strict", no_argument, NULL, 's' },
 		{ "step-all", no_argument, NULL, 'S' },
@@ -400,7 +395,7 @@ int cmd_validate(int argc, char **argv)
 	const char *method = "cfi";
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "+o:f:m:n:jsqh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+o:f:m:jsqh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'o':
 			if (!add_only(optarg, only, &o.nonly)) {
@@ -418,7 +413,7 @@ int cmd_validate(int argc, char **argv)
 			o.fp_only = fp_method = !strcmp(optarg, "fp");
 			o.fast_walk = !strcmp(optarg, "fast");
 			break;
-		case 'n': {
+		case 'N': {
 			uint64_t v;
 			if (!cli_parse_u64(optarg, &v) || v > BK_MAX_FRAMES) {
 				cli_error("--max-frames", "'%s' is not a frame count", optarg);
@@ -446,11 +441,7 @@ int cmd_validate(int argc, char **argv)
 	}
 	char **prog = argv + optind;
 
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_interrupt;
-	sigaction(SIGINT, &sa, NULL); /* no SA_RESTART: waitpid returns */
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_signals(); /* no SA_RESTART: waitpid returns */
 	o.stop = &cli_interrupted;
 	if (!quiet) {
 		o.progress = show_progress;
@@ -464,7 +455,7 @@ int cmd_validate(int argc, char **argv)
 	if (err) {
 		cli_error("validate", "%s", res.error ? res.error : bk_strerror(err));
 		val_result_free(&res);
-		return 2;
+		return cli_interrupted ? cli_signal_status() : CLI_USAGE;
 	}
 	const struct val_mismatch **order = calloc(res.nmm ? res.nmm : 1, sizeof(*order));
 	if (!order) {
@@ -497,8 +488,8 @@ int cmd_validate(int argc, char **argv)
 		cli_error("validate", "%s", res.error);
 		if (!status)
 			status = 2;
-	} else if (res.interrupted && !status) {
-		status = 130; /* incomplete: not a verdict */
+	} else if (res.interrupted) {
+		/* incomplete: not a verdict */
 	} else if (!res.started) {
 		cli_error("validate", "checking never started (%s was not reached)",
 			  o.from ? o.from : "the entry point");
@@ -510,6 +501,8 @@ int cmd_validate(int argc, char **argv)
 		if (!status)
 			status = 2;
 	}
+	if (cli_interrupted)
+		status = cli_signal_status();
 	free(order);
 	val_result_free(&res);
 	return status;

@@ -237,7 +237,7 @@ def cut(data, n, tmp, name="cut"):
 def expect_truncated(path, n, exe):
     rc, out, err = run_backstep(path, exe)
     lines = err.splitlines()
-    check(rc == 1 and lines == [f"backstep: {path}: truncated core file"] and out == "",
+    check(rc == 2 and lines == [f"backstep: {path}: truncated core file"] and out == "",
           f"cut at {n}: exit {rc}, stderr {err!r}, stdout {out[:200]!r}")
 
 
@@ -370,7 +370,7 @@ def case_errors(tmp):
     def expect_error(path, needle, *extra, name=None):
         rc, out, err = run_backstep(path, *extra)
         lines = err.splitlines()
-        check(rc == 1 and len(lines) == 1 and out == "" and
+        check(rc == 2 and len(lines) == 1 and out == "" and
               lines[0] == f"backstep: {name or path}: {needle}",
               f"{path}: exit {rc}, stderr {err!r}, want 'backstep: {name or path}: {needle}'")
 
