@@ -150,12 +150,14 @@ static void dump_all(int pid, int culprit, int sig, const struct cli_stack_opts 
 	bk_target_close(t);
 }
 
-static volatile sig_atomic_t program_pid, signals_seen;
+/* Not cli_interrupted: that would cut short the walks of the program dying
+ * of the signal passed on. */
+static volatile sig_atomic_t program_pid, signals_seen, run_signal;
 
 static void pass_signal(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
-	cli_interrupted = sig;
+	run_signal = sig;
 	if (program_pid <= 0)
 		return;
 	if (signals_seen++)
@@ -167,7 +169,7 @@ static void pass_signal(int sig, siginfo_t *si, void *uc)
 /* The run's status: the program's, or 128 + the signal backstep was sent. */
 static int run_status(int status)
 {
-	return cli_interrupted ? cli_signal_status() : status;
+	return run_signal ? 128 + run_signal : status;
 }
 
 int cmd_run(int argc, char **argv)
