@@ -153,7 +153,7 @@ static void usage(FILE *f)
 	      "  core [-r] [-n] [--no-cache] [--no-debuginfod] [--json] CORE [EXE]\n"
 	      "        every thread's stack in a core file; EXE replaces the main\n"
 	      "        executable the core names\n"
-	      "  run [-f] [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...]\n"
+	      "  run [-f|--follow] [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...]\n"
 	      "        run CMD; if a signal is about to kill it, print every thread's\n"
 	      "        stack first\n"
 	      "  report [--format " FR_SAMPLE_FORMATS "] [-o FILE] [--pid PID]\n"
@@ -169,16 +169,23 @@ static void usage(FILE *f)
 	      "        and unwind each sample as it arrives: report's formats, no\n"
 	      "        perf.data and no stack bytes on disk\n"
 	      "  validate [--only MODULE|FUNCTION] [--from FUNCTION] [--method cfi|fp|fast]\n"
-	      "           [--max-frames N] [--json] [-q] -- PROGRAM [ARGS...]\n"
+	      "           [--max-frames N] [--step-all] [--strict] [--json] [-o FILE]\n"
+	      "           [--program-output FILE] [-q] -- PROGRAM [ARGS...]\n"
 	      "        run PROGRAM single-stepped and check the unwind at every\n"
 	      "        instruction of its code against a shadow stack\n"
-	      "  check [--json] [-v] [--stack] FILE|DIR...\n"
+	      "  check [--json] [-v] [--stack] [--baseline FILE] [--suppress KIND[:SYMBOL]]\n"
+	      "        FILE|DIR...\n"
 	      "        static checks of unwind tables: gaps in FDE coverage, overlaps,\n"
 	      "        .eh_frame_hdr, decode and CFA-program errors, entry rows;\n"
 	      "        directories are searched for ELF files. --stack: the stack\n"
 	      "        state the code implies against the CFI row at every\n"
-	      "        instruction of every function (x86-64)\n"
-	      "  help  this text\n",
+	      "        instruction of every function (x86-64); --baseline and --suppress\n"
+	      "        waive findings (a CI gate fails on new ones only)\n"
+	      "  help  this text (also --help); --version: backstep's version\n"
+	      "\n"
+	      "exit status: 0 success; 1 the subject had problems (a walk ended early,\n"
+	      "a check found errors); 2 bad usage or unusable input; 128+N after\n"
+	      "signal N (143: SIGTERM); run: the program's own. `man backstep` says more.\n",
 	      f);
 }
 

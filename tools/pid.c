@@ -13,15 +13,18 @@
 #include "cli.h"
 #include "out.h"
 
+#define PID_USAGE "backstep pid [-r|--regs] [-n|--no-symbols] [--no-cache] [--no-debuginfod] " \
+		  "[--json] PID"
+
 int cmd_pid(int argc, char **argv)
 {
 	struct cli_stack_opts o;
-	int first = cli_stack_options(argc, argv, "backstep pid [-r|--regs] [-n|--no-symbols] [--no-cache] [--no-debuginfod] [--json] PID", false, &o);
+	int first = cli_stack_options(argc, argv, PID_USAGE, false, &o);
 	if (first <= 0)
 		return first == 0 ? 0 : 2;
 	optind = first;
 	if (optind + 1 != argc) {
-		cli_error("pid", "name one process (usage: backstep pid [-r] [-n] [--no-cache] [--no-debuginfod] [--json] PID)");
+		cli_error("pid", "name one process (usage: " PID_USAGE ")");
 		return 2;
 	}
 	const char *arg = argv[optind];

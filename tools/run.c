@@ -40,6 +40,9 @@
 
 #define MAX_TIDS 65536
 
+#define RUN_USAGE "backstep run [-f|--follow] [-r|--regs] [-n|--no-symbols] [--no-cache] " \
+		  "[--no-debuginfod] [--json] -- CMD [ARGS...]"
+
 static int tids[MAX_TIDS], tgids[MAX_TIDS]; /* a traced thread, its process */
 static size_t ntids;
 
@@ -175,12 +178,12 @@ static int run_status(int status)
 int cmd_run(int argc, char **argv)
 {
 	struct cli_stack_opts o;
-	int first = cli_stack_options(argc, argv, "backstep run [-f] [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...]", true, &o);
+	int first = cli_stack_options(argc, argv, RUN_USAGE, true, &o);
 	if (first <= 0)
 		return first == 0 ? 0 : 2;
 	optind = first;
 	if (optind >= argc) {
-		cli_error("run", "no command (usage: backstep run [-f] [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...])");
+		cli_error("run", "no command (usage: " RUN_USAGE ")");
 		return 2;
 	}
 	char **cmd = argv + optind;

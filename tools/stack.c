@@ -312,6 +312,7 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 		{ "no-symbols", no_argument, NULL, 'n' },
 		{ "no-cache", no_argument, NULL, 'C' },
 		{ "no-debuginfod", no_argument, NULL, 'D' },
+		{ "follow", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -327,7 +328,13 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 		case 'j': o->json = true; break;
 		case 'n': o->no_symbols = true; break;
 		case 'C': o->no_cache = true; break;
-		case 'f': o->follow = true; break;
+		case 'f':
+			if (!stop_at_operand) { /* --follow: run's alone */
+				fprintf(stderr, "backstep: --follow: only run follows children\n");
+				return -2;
+			}
+			o->follow = true;
+			break;
 		case 'D': ldr_debuginfod_off(); break;
 		case 'h':
 			printf("usage: %s\n", usage);

@@ -162,13 +162,24 @@ with open("/proc/sys/kernel/core_pattern") as f:
 if pattern.startswith("|"):
     check(False, f"core_pattern pipes cores to {pattern!r}: no kernel core to read here")
 else:
-    subprocess.run(["sh", "-c", 'ulimit -c unlimited; exec "$0"', badsp], cwd=cores,
-                   capture_output=True)
-    found = [os.path.join(cores, f) for f in os.listdir(cores) if f.startswith("core")]
-    if check(len(found) == 1, f"no kernel core written in {cores} (core_pattern {pattern!r})"):
+    crasher = subprocess.Popen(["sh", "-c", 'ulimit -c unlimited; exec "$0"', badsp], cwd=cores,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    crasher.wait()
+    # Where core_pattern puts it: %p the pid, %e the name, anything else
+    # (time, host, ...) matched; relative to the crash's directory; with
+    # core_uses_pid a ".PID" may follow.
+    glob_pat = re.sub(r"%(.)", lambda m: {"p": str(crasher.pid), "P": str(crasher.pid),
+                                          "e": "badsp", "%": "%"}.get(m.group(1), "*"), pattern)
+    import glob
+    found = glob.glob(os.path.join(cores, glob_pat)) + glob.glob(os.path.join(cores, glob_pat)
+                                                                 + ".*")
+    if check(len(found) >= 1, f"no kernel core written for {crasher.pid} (core_pattern "
+             f"{pattern!r}, looked for {glob_pat!r})"):
         p = run("core", found[0], badsp)
         check(p.returncode == 1 and len(ended.findall(p.stderr)) == 1,
               f"core of a thread with no stack: exit {p.returncode}, stderr {p.stderr!r}")
+        for c in found:
+            os.unlink(c)
 
 # ---- -n: no names -----------------------------------------------------------
 sleeper = cc("sleeper", r"""
@@ -273,9 +284,13 @@ def children_of(pid):
 
 
 # ---- SIGTERM to the subcommands that run a program -------------------------
+spinner = cc("spinner", r"""
+__attribute__((noinline)) static void spin(volatile unsigned long *n) { for (;;) ++*n; }
+int main(void) { volatile unsigned long n = 0; spin(&n); return 0; }
+""")
 for args, what in ((["run", "--", sleeper], "run"),
                    (["validate", "-q", "--", sleeper], "validate"),
-                   (["record", "--format", "folded", "--", sleeper], "record")):
+                   (["record", "--format", "folded", "--", spinner], "record")):
     b = subprocess.Popen([backstep, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=env)
     time.sleep(1.5 if what != "validate" else 3)
@@ -292,7 +307,7 @@ for args, what in ((["run", "--", sleeper], "run"),
         check(re.search(r"^Thread \d+ \(sleeper\) received SIGTERM", out, re.M) and
               " in deep" in out, f"run: SIGTERM: the program's stacks: {out[:300]!r}")
     if what == "record":
-        check(re.search(r"^sleeper;.* \d+$", out, re.M),
+        check(re.search(r"^spinner;.*spin \d+$", out, re.M),
               f"record: SIGTERM: the profile is written: {out[:300]!r}")
 
 # ---- SIGTERM to the others: 143 at once -------------------------------------
