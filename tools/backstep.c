@@ -1,5 +1,8 @@
 /* backstep: the command-line tool. One subcommand per file; this file holds
- * the dispatch and the few helpers they share. */
+ * the dispatch and the few helpers they share: one-line errors, number
+ * parsing, and the signal rules every subcommand follows (SIGINT, SIGTERM,
+ * SIGHUP end it with 128 + the signal, after letting go of what it holds).
+ * Exit statuses come from one table (cli.h, README "Exit status"). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -19,7 +19,9 @@
  * inode) is checked once. Files that do not start with the ELF magic and
  * special files are skipped and counted. Exit status: 2 when a named input
  * or an ELF file found in a directory could not be read (one line on stderr
- * each), else 1 when any error was found, else 0.
+ * each), else 1 when any error was found that is not waived (gate.c:
+ * --baseline, --suppress), else 0. Toolchain gaps (src/check's
+ * toolchain-gap) are summed up in one line per file, not as errors.
  */
 #include <dirent.h>
 #include <errno.h>
