@@ -17,6 +17,19 @@ meson install -C "$build" --destdir "$tmp/root" --no-rebuild >/dev/null
 so=$(find "$tmp/root" -name 'libbackstep.so.*.*' | head -n1)
 pc=$(dirname "$(find "$tmp/root" -name backstep.pc | head -n1)")
 [ -n "$so" ] && [ -n "$pc" ] || { echo "library or pkg-config file not installed"; exit 1; }
+# The manual page and the bash completion.
+man1=$(find "$tmp/root" -path '*/share/man/man1/backstep.1' | head -n1)
+comp=$(find "$tmp/root" -path '*/share/bash-completion/completions/backstep' | head -n1)
+[ -n "$man1" ] || { echo "man page not installed (share/man/man1/backstep.1)"; exit 1; }
+[ -n "$comp" ] || { echo "bash completion not installed (share/bash-completion/completions/backstep)"; exit 1; }
+warn=$(groff -man -Tutf8 -ww -z "$man1" 2>&1)
+[ -z "$warn" ] || { echo "man page: groff warns: $warn"; exit 1; }
+groff -man -Tascii -P-cbou "$man1" 2>/dev/null | grep -q 'EXIT STATUS' || { echo "man page does not render"; exit 1; }
+subs=$(bash -c '. "$1"; COMP_WORDS=(backstep ""); COMP_CWORD=1; _backstep; echo "${COMPREPLY[*]}"' _ "$comp")
+for s in run pid core dump check validate report record; do
+	case " $subs " in *" $s "*) ;; *) echo "installed completion lacks $s: $subs"; exit 1 ;; esac
+done
+echo "man page and bash completion installed: $man1, $comp"
 others=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^bk_' || true)
 [ -z "$others" ] || { echo "exported beyond bk_*: $others"; exit 1; }
 echo "exports: $(nm -D --defined-only "$so" | wc -l) symbols, all bk_*"

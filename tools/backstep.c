@@ -1,7 +1,11 @@
 /* backstep: the command-line tool. One subcommand per file; this file holds
- * the dispatch and the few helpers they share. */
+ * the dispatch and the few helpers they share: one-line errors, number
+ * parsing, and the signal rules every subcommand follows (SIGINT, SIGTERM,
+ * SIGHUP end it with 128 + the signal, after letting go of what it holds).
+ * Exit statuses come from one table (cli.h, README "Exit status"). */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -85,6 +89,56 @@ void cli_file_error(const char *path, int err)
 	cli_error(path, "%s", bk_strerror(err));
 }
 
+/* ---- Signals ---------------------------------------------------------------
+ *
+ * SIGINT, SIGTERM and SIGHUP end backstep with status 128 + the signal (130,
+ * 143, 129) in every subcommand. By default at once (_exit: nothing is held
+ * that the kernel does not release); a subcommand holding something that
+ * must be let go first (a ptrace'd process, a child to stop) calls
+ * cli_catch_signals, then notices cli_interrupted, lets go, and returns
+ * cli_signal_status(). */
+
+volatile sig_atomic_t cli_interrupted;
+
+static void exit_on_signal(int sig)
+{
+	_exit(128 + sig);
+}
+
+static void flag_signal(int sig)
+{
+	cli_interrupted = sig;
+}
+
+static void set_handlers(void (*fn)(int))
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fn;
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: a blocking waitpid or read returns EINTR. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+void cli_catch_signals(void)
+{
+	set_handlers(flag_signal);
+}
+
+void cli_exit_on_signals(void)
+{
+	set_handlers(exit_on_signal);
+	if (cli_interrupted)
+		_exit(128 + cli_interrupted);
+}
+
+int cli_signal_status(void)
+{
+	return 128 + cli_interrupted;
+}
+
 int cmd_check(int argc, char **argv); /* check.c */
 int cmd_report(int argc, char **argv); /* report.c */
 
@@ -102,7 +156,7 @@ static void usage(FILE *f)
 	      "  core [-r] [-n] [--no-cache] [--no-debuginfod] [--json] CORE [EXE]\n"
 	      "        every thread's stack in a core file; EXE replaces the main\n"
 	      "        executable the core names\n"
-	      "  run [-f] [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...]\n"
+	      "  run [-f|--follow] [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...]\n"
 	      "        run CMD; if a signal is about to kill it, print every thread's\n"
 	      "        stack first\n"
 	      "  report [--format " FR_SAMPLE_FORMATS "] [-o FILE] [--pid PID]\n"
@@ -118,22 +172,30 @@ static void usage(FILE *f)
 	      "        and unwind each sample as it arrives: report's formats, no\n"
 	      "        perf.data and no stack bytes on disk\n"
 	      "  validate [--only MODULE|FUNCTION] [--from FUNCTION] [--method cfi|fp|fast]\n"
-	      "           [--max-frames N] [--json] [-q] -- PROGRAM [ARGS...]\n"
+	      "           [--max-frames N] [--step-all] [--strict] [--json] [-o FILE]\n"
+	      "           [--program-output FILE] [-q] -- PROGRAM [ARGS...]\n"
 	      "        run PROGRAM single-stepped and check the unwind at every\n"
 	      "        instruction of its code against a shadow stack\n"
-	      "  check [--json] [-v] [--stack] FILE|DIR...\n"
+	      "  check [--json] [-v] [--stack] [--baseline FILE] [--suppress KIND[:SYMBOL]]\n"
+	      "        FILE|DIR...\n"
 	      "        static checks of unwind tables: gaps in FDE coverage, overlaps,\n"
 	      "        .eh_frame_hdr, decode and CFA-program errors, entry rows;\n"
 	      "        directories are searched for ELF files. --stack: the stack\n"
 	      "        state the code implies against the CFI row at every\n"
-	      "        instruction of every function (x86-64)\n"
-	      "  help  this text\n",
+	      "        instruction of every function (x86-64); --baseline and --suppress\n"
+	      "        waive findings (a CI gate fails on new ones only)\n"
+	      "  help  this text (also --help); --version: backstep's version\n"
+	      "\n"
+	      "exit status: 0 success; 1 the subject had problems (a walk ended early,\n"
+	      "a check found errors); 2 bad usage or unusable input; 128+N after\n"
+	      "signal N (143: SIGTERM); run: the program's own. `man backstep` says more.\n",
 	      f);
 }
 
 int main(int argc, char **argv)
 {
 	sym_dwarf_untracked(); /* this process's only libdwarf user frees what it takes */
+	cli_exit_on_signals();
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
@@ -160,7 +222,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("backstep %d.%d\n", BK_VERSION_MAJOR, BK_VERSION_MINOR);
+		printf("backstep %s\n", BK_PROJECT_VERSION);
 		return 0;
 	}
 	cli_error(cmd, "unknown command (try 'backstep help')");

@@ -19,7 +19,9 @@
  * inode) is checked once. Files that do not start with the ELF magic and
  * special files are skipped and counted. Exit status: 2 when a named input
  * or an ELF file found in a directory could not be read (one line on stderr
- * each), else 1 when any error was found, else 0.
+ * each), else 1 when any error was found that is not waived (gate.c:
+ * --baseline, --suppress), else 0. Toolchain gaps (src/check's
+ * toolchain-gap) are summed up in one line per file, not as errors.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +34,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "gate.h"
 #include "out.h"
 
 #include "../src/check/chk.h"
@@ -62,12 +65,16 @@ struct totals {
 	uint64_t unchecked[CHK_SR_N];
 	char **no_tables;
 	size_t nno_tables, cap_no_tables;
+	size_t waived[3];         /* findings waived: [GATE_BASELINE], [GATE_SUPPRESSED] */
+	uint64_t toolchain_gap_bytes;
 	struct seen *seen;        /* files checked, open addressing */
 	size_t nseen, cap_seen;
 };
 
 static const struct check_opts *g_opts;
 static struct totals g_tot;
+/* The file being printed: its findings waived (gate.c), by reason. */
+static size_t g_file_waived[3];
 
 /* ---- Output ------------------------------------------------------------- */
 
@@ -86,7 +93,7 @@ static void json_symbol(const char *symbol, uint64_t off)
 	out_c('"');
 }
 
-static void print_finding(const char *path, const struct chk_finding *f)
+static void print_finding(const char *path, const struct chk_finding *f, enum gate_why why)
 {
 	if (g_opts->json) {
 		out_s("{\"type\": \"finding\", \"file\": ");
@@ -121,11 +128,15 @@ static void print_finding(const char *path, const struct chk_finding *f)
 		}
 		out_s(", \"detail\": ");
 		out_json_str(f->detail);
+		if (why)
+			out_fmt(", \"waived\": \"%s\"", gate_why_name(why));
 		out_s("}\n");
 		return;
 	}
 	out_s(path);
 	out_s(": ");
+	if (why)
+		out_fmt("waived (%s): ", gate_why_name(why));
 	out_s(chk_sev_name(f->sev));
 	out_s(": ");
 	out_s(chk_kind_name(f->kind));
@@ -173,12 +184,14 @@ static void print_file_summary(const char *path, const struct chk_report *r)
 			"\"fdes_eh_frame\": %zu, \"fdes_debug_frame\": %zu, \"exec_bytes\": %" PRIu64
 			", \"covered_bytes\": %" PRIu64 ", \"padding_bytes\": %" PRIu64
 			", \"gap_bytes\": %" PRIu64 ", \"errors\": %zu, \"warnings\": %zu, "
-			"\"info\": %zu, \"suppressed\": %zu}\n",
+			"\"info\": %zu, \"suppressed\": %zu, \"toolchain_gap_bytes\": %" PRIu64
+			", \"waived_baseline\": %zu, \"waived_suppressed\": %zu}\n",
 			r->relocatable ? "true" : "false", r->no_tables ? "true" : "false",
 			r->has_eh_frame ? "true" : "false", r->has_eh_frame_hdr ? "true" : "false",
 			r->has_debug_frame ? "true" : "false", r->ncies, r->nfdes_eh, r->nfdes_debug,
 			r->exec_bytes, r->covered_bytes, r->padding_bytes, r->gap_bytes, r->nerrors,
-			r->nwarnings, r->ninfos, suppressed);
+			r->nwarnings, r->ninfos, suppressed, r->toolchain_gap_bytes,
+			g_file_waived[GATE_BASELINE], g_file_waived[GATE_SUPPRESSED]);
 		return;
 	}
 	for (int k = 0; k < CHK_NKINDS; k++)
@@ -202,9 +215,37 @@ static void print_file_summary(const char *path, const struct chk_report *r)
 			" bytes of padding, %" PRIu64 " in gaps", r->covered_bytes, r->exec_bytes,
 			100.0 * (double)r->covered_bytes / (double)r->exec_bytes, r->padding_bytes,
 			r->gap_bytes);
+	if (r->toolchain_gap_bytes)
+		out_fmt(", %" PRIu64 " in toolchain gaps", r->toolchain_gap_bytes);
+	if (g_file_waived[GATE_BASELINE] || g_file_waived[GATE_SUPPRESSED])
+		out_fmt("; waived: %zu in the baseline, %zu suppressed", g_file_waived[GATE_BASELINE],
+			g_file_waived[GATE_SUPPRESSED]);
 	if (!r->arch)
 		out_s("; unknown machine: entry rows not checked");
 	out_c('\n');
+}
+
+/* The toolchain's gaps of a file, apart from its own findings, on one line:
+ * "FILE: toolchain: no CFI in C runtime or linker code (not this file's
+ * errors): _init, deregister_tm_clones, ... (N bytes)". */
+static void print_toolchain_line(const char *path, const struct chk_report *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->nf; i++) {
+		const struct chk_finding *f = &r->f[i];
+		if (f->kind != CHK_TOOLCHAIN_GAP)
+			continue;
+		if (!n++) {
+			out_s(path);
+			out_s(": toolchain: no CFI in C runtime or linker code (not this file's "
+			      "errors; -v lists them): ");
+		} else {
+			out_s(", ");
+		}
+		out_s(f->symbol ? f->symbol : f->code_section ? f->code_section : "?");
+	}
+	if (n)
+		out_fmt(" (%" PRIu64 " bytes)\n", r->toolchain_gap_bytes);
 }
 
 /* ---- Files -------------------------------------------------------------- */
@@ -229,7 +270,8 @@ static int note_no_tables(const char *path)
 /* ---- --stack ------------------------------------------------------------ */
 
 #ifdef BK_HAVE_STACK
-static void print_stack_finding(const char *path, const struct chk_stack_finding *f)
+static void print_stack_finding(const char *path, const struct chk_stack_finding *f,
+				enum gate_why why)
 {
 	const char *kind = f->difference ? "stack" : "cannot-analyse";
 	if (g_opts->json) {
@@ -264,10 +306,14 @@ static void print_stack_finding(const char *path, const struct chk_stack_finding
 		}
 		out_s(", \"detail\": ");
 		out_json_str(f->detail);
+		if (why)
+			out_fmt(", \"waived\": \"%s\"", gate_why_name(why));
 		out_s("}\n");
 		return;
 	}
 	out_s(path);
+	if (why)
+		out_fmt(": waived (%s)", gate_why_name(why));
 	if (f->difference) {
 		out_s(": error: stack: ");
 		out_addr(f->addr);
@@ -408,12 +454,24 @@ static int stack_file(const char *path, bool quiet_clean)
 		t->fn_by_reason[k] += r.fn_by_reason[k];
 		t->unchecked[k] += r.unchecked[k];
 	}
-	for (size_t i = 0; i < r.nf; i++)
-		if (r.f[i].difference || g_opts->verbose || g_opts->json)
-			print_stack_finding(path, &r.f[i]);
-	if (!quiet_clean || r.diffs || g_opts->verbose || g_opts->json)
+	/* Waived differences (gate.c): not counted against the file. */
+	size_t left = r.diffs;
+	for (size_t i = 0; i < r.nf; i++) {
+		const struct chk_stack_finding *f = &r.f[i];
+		enum gate_why why = gate_active()
+			? gate_check(path, f->difference ? "stack" : "cannot-analyse", f->symbol,
+				     f->sym_off, f->detail)
+			: GATE_NONE;
+		if (why) {
+			g_tot.waived[why]++;
+			left -= f->difference && left;
+		}
+		if ((f->difference && !why) || g_opts->verbose || g_opts->json)
+			print_stack_finding(path, f, why);
+	}
+	if (!quiet_clean || left || g_opts->verbose || g_opts->json)
 		print_stack_summary(path, &r);
-	int status = r.diffs ? 1 : 0;
+	int status = left ? 1 : 0;
 	chk_stack_report_free(&r);
 	return status;
 }
@@ -511,18 +569,46 @@ static int check_file(const char *path, bool quiet_clean)
 	for (int k = 0; k < CHK_NKINDS; k++)
 		for (int s = 0; s < CHK_SEV_N; s++)
 			g_tot.counts[k][s] += r.counts[k][s];
-	if (r.nerrors)
-		g_tot.files_with_errors++;
-	if (r.nwarnings)
-		g_tot.files_with_warnings++;
 	if (r.no_tables && note_no_tables(path) != 0) {
 		chk_report_free(&r);
 		cli_error(path, "out of memory");
 		return 2;
 	}
+	/* Waived findings (gate.c) are printed with -v and --json only and
+	 * do not count as errors or warnings. Findings beyond the per-kind
+	 * limit were never kept: they cannot be waived one by one. */
+	g_file_waived[GATE_BASELINE] = g_file_waived[GATE_SUPPRESSED] = 0;
+	enum gate_why *why = calloc(r.nf ? r.nf : 1, sizeof(*why));
+	if (!why) {
+		chk_report_free(&r);
+		cli_error(path, "out of memory");
+		return 2;
+	}
+	for (size_t i = 0; i < r.nf && gate_active(); i++) {
+		const struct chk_finding *f = &r.f[i];
+		why[i] = gate_check(path, chk_kind_name(f->kind), f->symbol, f->sym_off, f->detail);
+		if (!why[i])
+			continue;
+		g_file_waived[why[i]]++;
+		g_tot.waived[why[i]]++;
+		if (f->sev == CHK_SEV_ERROR)
+			r.nerrors--;
+		else if (f->sev == CHK_SEV_WARNING)
+			r.nwarnings--;
+		else
+			r.ninfos--;
+	}
+	g_tot.toolchain_gap_bytes += r.toolchain_gap_bytes;
 	for (size_t i = 0; i < r.nf; i++)
-		if (r.f[i].sev != CHK_SEV_INFO || g_opts->verbose || g_opts->json)
-			print_finding(path, &r.f[i]);
+		if ((r.f[i].sev != CHK_SEV_INFO && !why[i]) || g_opts->verbose || g_opts->json)
+			print_finding(path, &r.f[i], why[i]);
+	if (!g_opts->json && !g_opts->verbose && (!quiet_clean || r.nerrors || r.nwarnings))
+		print_toolchain_line(path, &r);
+	free(why);
+	if (r.nerrors)
+		g_tot.files_with_errors++;
+	if (r.nwarnings)
+		g_tot.files_with_warnings++;
 	if (!quiet_clean || r.nerrors || r.nwarnings || g_opts->verbose || g_opts->json)
 		print_file_summary(path, &r);
 	int status = r.nerrors ? 1 : 0;
@@ -660,11 +746,13 @@ static void print_totals(void)
 			", \"fdes_debug_frame\": %" PRIu64 ", \"exec_bytes\": %" PRIu64
 			", \"covered_bytes\": %" PRIu64 ", \"padding_bytes\": %" PRIu64
 			", \"gap_bytes\": %" PRIu64 ", \"files_with_errors\": %zu, "
-			"\"files_with_warnings\": %zu, \"kinds\": {",
+			"\"files_with_warnings\": %zu, \"toolchain_gap_bytes\": %" PRIu64 ", "
+			"\"waived_baseline\": %zu, \"waived_suppressed\": %zu, \"kinds\": {",
 			t->elf_files, t->nonelf, t->special, t->dup, t->unreadable, t->unsupported,
 			t->relocatable, t->nno_tables, t->fdes_eh, t->fdes_debug, t->exec_bytes,
 			t->covered_bytes, t->padding_bytes, t->gap_bytes, t->files_with_errors,
-			t->files_with_warnings);
+			t->files_with_warnings, t->toolchain_gap_bytes, t->waived[GATE_BASELINE],
+			t->waived[GATE_SUPPRESSED]);
 		for (int k = 0; k < CHK_NKINDS; k++)
 			out_fmt("%s\"%s\": {\"error\": %zu, \"warning\": %zu, \"info\": %zu}",
 				k ? ", " : "", chk_kind_name((enum chk_kind)k),
@@ -687,11 +775,14 @@ static void print_totals(void)
 		")\n", t->fdes_eh + t->fdes_debug, t->fdes_eh, t->fdes_debug);
 	if (t->exec_bytes)
 		out_fmt("executable bytes      %" PRIu64 ": %.3f%% covered, %" PRIu64
-			" padding, %" PRIu64 " in gaps\n", t->exec_bytes,
+			" padding, %" PRIu64 " in gaps, %" PRIu64 " in toolchain gaps\n", t->exec_bytes,
 			100.0 * (double)t->covered_bytes / (double)t->exec_bytes, t->padding_bytes,
-			t->gap_bytes);
+			t->gap_bytes, t->toolchain_gap_bytes);
 	out_fmt("files with errors     %zu; with warnings %zu\n", t->files_with_errors,
 		t->files_with_warnings);
+	if (t->waived[GATE_BASELINE] || t->waived[GATE_SUPPRESSED])
+		out_fmt("waived findings       %zu in the baseline, %zu suppressed\n",
+			t->waived[GATE_BASELINE], t->waived[GATE_SUPPRESSED]);
 	out_fmt("no unwind tables      %zu file%s\n", t->nno_tables, t->nno_tables == 1 ? "" : "s");
 	for (size_t i = 0; i < t->nno_tables; i++)
 		out_fmt("  %s\n", t->no_tables[i]);
@@ -709,10 +800,25 @@ static void print_totals(void)
 }
 
 static const char usage_text[] =
-	"usage: backstep check [--json] [-v] [--stack] FILE|DIR...\n"
-	"  --stack  compare the stack state the code implies with the CFI row at\n"
-	"           every instruction of every function (x86-64); exit status 1\n"
-	"           when they differ anywhere, whatever the table checks say\n";
+	"usage: backstep check [--json] [-v] [--stack] [--baseline FILE] [--suppress KIND[:SYMBOL]]\n"
+	"                      FILE|DIR...\n"
+	"  --stack            compare the stack state the code implies with the CFI row at\n"
+	"                     every instruction of every function (x86-64); exit status 1\n"
+	"                     when they differ anywhere, whatever the table checks say\n"
+	"  --baseline FILE    findings recorded earlier by check --json are not errors\n"
+	"  --suppress KIND[:SYMBOL]\n"
+	"                     findings of KIND (gap, overlap, ..., stack), or only those\n"
+	"                     at SYMBOL, are not errors (repeatable)\n"
+	"  -v, --verbose      info and waived findings too\n"
+	"exit status: 0 no error left, 1 errors, 2 an input could not be read\n";
+
+static bool kind_ok(const char *kind)
+{
+	for (int k = 0; k < CHK_NKINDS; k++)
+		if (!strcmp(kind, chk_kind_name((enum chk_kind)k)))
+			return true;
+	return !strcmp(kind, "stack") || !strcmp(kind, "cannot-analyse");
+}
 
 int cmd_check(int argc, char **argv)
 {
@@ -720,10 +826,13 @@ int cmd_check(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "stack", no_argument, NULL, 's' },
+		{ "baseline", required_argument, NULL, 'B' },
+		{ "suppress", required_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct check_opts opts = { 0 };
+	char why[256];
 	int ch;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "jvh", longopts, NULL)) != -1) {
@@ -731,13 +840,31 @@ int cmd_check(int argc, char **argv)
 		case 'j': opts.json = true; break;
 		case 'v': opts.verbose = true; break;
 		case 's': opts.stack = true; break;
+		case 'B':
+			if (gate_load_baseline(optarg, why, sizeof(why))) {
+				cli_error(optarg, "baseline: %s", why);
+				gate_free();
+				return 2;
+			}
+			break;
+		case 'X': {
+			int e = gate_suppress(optarg, kind_ok);
+			if (e) {
+				cli_error("--suppress", e == -1 ? "too many" : "'%s' is not a kind of "
+					  "finding (gap, overlap, eh-frame-hdr, outside-code, ...; stack, "
+					  "cannot-analyse)", optarg);
+				gate_free();
+				return 2;
+			}
+			break;
+		}
 		case 'h': out_s(usage_text); out_flush(); return 0;
-		default: return 2;
+		default: fputs(usage_text, stderr); gate_free(); return 2;
 		}
 	}
 	if (optind >= argc) {
-		cli_error("check", "no file named (usage: backstep check [--json] [-v] [--stack] "
-			  "FILE|DIR...)");
+		cli_error("check", "no file named (usage: backstep check [OPTIONS] FILE|DIR...)");
+		gate_free();
 		return 2;
 	}
 	g_opts = &opts;
@@ -769,5 +896,6 @@ int cmd_check(int argc, char **argv)
 		free(g_tot.no_tables[i]);
 	free(g_tot.no_tables);
 	free(g_tot.seen);
+	gate_free();
 	return status;
 }

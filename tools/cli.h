@@ -16,6 +16,15 @@ bool cli_parse_u64(const char *s, uint64_t *out);
 /* An address in hexadecimal, "0x" optional (nm-style "1149" is 0x1149). */
 bool cli_parse_hex(const char *s, uint64_t *out);
 
+/* A relocatable object's (ET_REL) unwind section SEC of LDR with the
+ * relocations that target it applied, as readelf applies them (reloc.c):
+ * *OUT a copy to free (base_free), or NULL when there are none; *APPLIED
+ * and *SKIPPED (types not applied, bad entries) counted. 0 or BK_E_NOMEM. */
+struct ldr_elf;
+struct ldr_section;
+int cli_relocate_section(const struct ldr_elf *ldr, const struct ldr_section *sec, uint8_t **out,
+			 size_t *applied, size_t *skipped);
+
 int cmd_dump(int argc, char **argv);
 int cmd_pid(int argc, char **argv);
 int cmd_run(int argc, char **argv);
@@ -38,7 +47,21 @@ struct cli_stack_opts {
 	bool follow;     /* run -f: children too */
 	const char *sysroot; /* core --sysroot DIR: the core's files under DIR first */
 };
+/* Exit status (README, "Exit status"): 0 success; 1 the subject had
+ * problems (a walk ended early, a check found errors); 2 bad usage or
+ * unusable input; 128 + N after signal N (SIGINT, SIGTERM, SIGHUP). */
+enum { CLI_OK = 0, CLI_PROBLEMS = 1, CLI_USAGE = 2 };
+/* The signal (SIGINT, SIGTERM, SIGHUP) that asked backstep to stop, or 0;
+ * set only after cli_catch_signals. */
 extern volatile sig_atomic_t cli_interrupted;
+/* From now on those signals only set cli_interrupted (a subcommand with
+ * something to let go first: a traced process, a child). */
+void cli_catch_signals(void);
+/* From now on they end backstep at once with 128 + the signal (the
+ * default, set by main); at once too if one came meanwhile. */
+void cli_exit_on_signals(void);
+/* 128 + cli_interrupted: the status to return once let go. */
+int cli_signal_status(void);
 /* Whether process PID is dead (gone, or a zombie). */
 bool cli_process_gone(int pid);
 /* Every thread of a target and its stack; 0, or 1 if any walk failed, or

@@ -1,7 +1,9 @@
 /* backstep core CORE [EXE]: every thread's stack in a core file, printed as
  * `backstep pid` prints a live process's. Problems with the modules (a file
  * not found, a build-id that differs from the core's) are warned about first
- * on stderr; the walk then falls back to frame pointers in those modules. */
+ * on stderr; the walk then falls back to frame pointers in those modules. A
+ * core whose file does not hold all the memory its headers promise (cut
+ * short) is warned about too, and exits 1 whatever the walks found. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +14,8 @@
 
 #include "cli.h"
 #include "out.h"
+
+#include "../src/base/base.h"
 
 #define USAGE \
 	"backstep core [-r|--regs] [-n|--no-symbols] [--no-cache] [--no-debuginfod] [--json] " \
@@ -32,6 +36,58 @@ static bool elf_but_not_core(const char *path)
 	unsigned type = h[EI_DATA] == ELFDATA2MSB ? (unsigned)h[16] << 8 | h[17]
 						   : (unsigned)h[17] << 8 | h[16];
 	return type != ET_CORE;
+}
+
+/* Whether the core at PATH ends before the memory its program headers
+ * promise (a disk that filled up, a transfer cut short, a size limit):
+ * then one warning line says so, with how much is missing, and the caller
+ * exits 1 (walks into the missing part end early). The headers were
+ * already read by bk_target_open_core; here they are only measured. */
+static bool warn_if_cut(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	unsigned char eh[64];
+	bool cut = false;
+	if (fstat(fd, &st) == 0 && pread(fd, eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) &&
+	    !memcmp(eh, ELFMAG, SELFMAG) && eh[EI_DATA] == ELFDATA2LSB) {
+		bool is64 = eh[EI_CLASS] == ELFCLASS64;
+		uint64_t phoff = is64 ? base_rd_le(eh + 32, 8) : base_rd_le(eh + 28, 4);
+		unsigned phentsize = (unsigned)base_rd_le(eh + (is64 ? 54 : 42), 2);
+		unsigned phnum = (unsigned)base_rd_le(eh + (is64 ? 56 : 44), 2);
+		ssize_t phlen = is64 ? 56 : 32;
+		uint64_t size = (uint64_t)st.st_size, want = 0;
+		unsigned nload = 0, ncut = 0;
+		for (unsigned i = 0; i < phnum && phentsize >= (unsigned)phlen; i++) {
+			unsigned char ph[56];
+			if (pread(fd, ph, (size_t)phlen, (off_t)(phoff + (uint64_t)i * phentsize)) != phlen)
+				break;
+			if (base_rd_le(ph, 4) != PT_LOAD)
+				continue;
+			uint64_t off = is64 ? base_rd_le(ph + 8, 8) : base_rd_le(ph + 4, 4);
+			uint64_t filesz = is64 ? base_rd_le(ph + 32, 8) : base_rd_le(ph + 16, 4);
+			if (!filesz)
+				continue;
+			nload++;
+			if (off > UINT64_MAX - filesz)
+				continue;
+			if (off + filesz > size) {
+				ncut++;
+				want = off + filesz > want ? off + filesz : want;
+			}
+		}
+		if (ncut) {
+			cut = true;
+			fprintf(stderr, "backstep: warning: %s: truncated core file: it ends at byte "
+				"%llu, its memory at byte %llu (%u of %u memory segments cut short or "
+				"missing); walks that reach the missing memory end early\n", path,
+				(unsigned long long)size, (unsigned long long)want, ncut, nload);
+		}
+	}
+	close(fd);
+	return cut;
 }
 
 static void core_error(const char *path, int err)
@@ -72,11 +128,11 @@ int cmd_core(int argc, char **argv)
 		struct stat st;
 		if (stat(exe, &st) != 0) {
 			cli_error(exe, "%s", strerror(errno));
-			return 1;
+			return CLI_USAGE;
 		}
 		if (S_ISDIR(st.st_mode)) {
 			cli_error(exe, "is a directory");
-			return 1;
+			return CLI_USAGE;
 		}
 	}
 
@@ -85,10 +141,11 @@ int cmd_core(int argc, char **argv)
 	int err = bk_target_open_core_opts(core, &co, &t);
 	if (err) {
 		core_error(core, err);
-		return 1;
+		return CLI_USAGE;
 	}
+	bool cut = warn_if_cut(core);
 	cli_print_problems(t);
 	int status = cli_print_threads(t, &o);
 	bk_target_close(t);
-	return status;
+	return cut && status == CLI_OK ? CLI_PROBLEMS : status;
 }

@@ -604,6 +604,21 @@ static int dump_ldr(struct dump_ctx *c, const struct ldr_elf *ldr, bool from_deb
 		if (!uw_cfi_section(ldr, (enum uw_section_kind)k, &sec))
 			continue;
 		nsec++;
+		/* A .o: its FDE addresses as relocated (reloc.c). */
+		uint8_t *relocated = NULL;
+		size_t applied, skipped;
+		const struct ldr_section *ls = k == UW_EH_FRAME ? &ldr->eh_frame : &ldr->debug_frame;
+		if (cli_relocate_section(ldr, ls, &relocated, &applied, &skipped) != 0) {
+			cli_error(c->path, "out of memory");
+			c->nerrors++;
+			continue;
+		}
+		if (relocated)
+			sec.data = relocated;
+		if (skipped)
+			cli_error(c->path, "warning: %zu relocation%s of %s not applied (types backstep "
+				  "does not apply, or bad entries): the addresses they fill in read as "
+				  "unrelocated", skipped, skipped == 1 ? "" : "s", sec_names[k]);
 		c->sec = &sec;
 		c->sec_name = sec_names[k];
 		if (!c->opts->have_pc) {
@@ -615,6 +630,7 @@ static int dump_ldr(struct dump_ctx *c, const struct ldr_elf *ldr, bool from_deb
 			else if (err != BK_E_NOT_FOUND)
 				report(c, c->opts->pc, "lookup", err);
 		}
+		base_free(relocated);
 	}
 	return nsec;
 }
@@ -625,7 +641,7 @@ static int dump_file(const char *path, const struct dump_opts *opts)
 	int err = ldr_open_path(path, &ldr);
 	if (err) {
 		cli_file_error(path, err);
-		return 1;
+		return CLI_USAGE;
 	}
 	struct dump_ctx c = { .opts = opts, .path = path, .arch = ldr->arch };
 	if (!opts->json && !opts->have_pc) {
@@ -718,8 +734,10 @@ int cmd_dump(int argc, char **argv)
 		return 2;
 	}
 	int status = 0;
-	for (int i = optind; i < argc; i++)
-		status |= dump_file(argv[i], &opts);
+	for (int i = optind; i < argc; i++) {
+		int s = dump_file(argv[i], &opts);
+		status = s > status ? s : status;
+	}
 	out_flush();
 	return status;
 }

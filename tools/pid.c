@@ -1,8 +1,9 @@
 /* backstep pid PID: every thread's stack of a running process. The process
  * is stopped with ptrace while its threads are walked, then released
  * (cli_print_threads) before symbols are read, and always detached and left
- * running: also on error and on Ctrl-C (the walk checks a flag set by the
- * signal handler; detaching happens on the normal path out). */
+ * running: also on error and on SIGINT, SIGTERM or SIGHUP (the walk checks
+ * the flag cli_catch_signals' handler sets; detaching happens on the normal
+ * path out, then backstep exits 128 + the signal). */
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -12,21 +13,18 @@
 #include "cli.h"
 #include "out.h"
 
-static void on_interrupt(int sig)
-{
-	(void)sig;
-	cli_interrupted = 1;
-}
+#define PID_USAGE "backstep pid [-r|--regs] [-n|--no-symbols] [--no-cache] [--no-debuginfod] " \
+		  "[--json] PID"
 
 int cmd_pid(int argc, char **argv)
 {
 	struct cli_stack_opts o;
-	int first = cli_stack_options(argc, argv, "backstep pid [-r|--regs] [-n|--no-symbols] [--no-cache] [--no-debuginfod] [--json] PID", false, &o);
+	int first = cli_stack_options(argc, argv, PID_USAGE, false, &o);
 	if (first <= 0)
 		return first == 0 ? 0 : 2;
 	optind = first;
 	if (optind + 1 != argc) {
-		cli_error("pid", "name one process (usage: backstep pid [-r] [-n] [--no-cache] [--no-debuginfod] [--json] PID)");
+		cli_error("pid", "name one process (usage: " PID_USAGE ")");
 		return 2;
 	}
 	const char *arg = argv[optind];
@@ -45,15 +43,10 @@ int cmd_pid(int argc, char **argv)
 	if (kill((pid_t)pid, 0) == 0 && cli_process_gone((int)pid)) {
 		cli_error(arg, "a zombie: it has exited (its parent has not reaped it), no threads "
 			       "are left to walk");
-		return 1;
+		return CLI_USAGE;
 	}
 
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_interrupt;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	cli_catch_signals();
 
 	struct bk_target *t;
 	int err = bk_target_attach((int)pid, &t);
@@ -64,7 +57,7 @@ int cmd_pid(int argc, char **argv)
 			cli_error(arg, "cannot attach (permission denied, or the process exited)");
 		else
 			cli_error(arg, "%s", bk_strerror(err));
-		return 1;
+		return cli_interrupted ? cli_signal_status() : CLI_USAGE;
 	}
 	/* For the tests: the process dies right after the attach, as if killed
 	 * while it was being walked (there is no other way to time that); the
@@ -80,11 +73,11 @@ int cmd_pid(int argc, char **argv)
 	bk_target_close(t);
 	if (cli_interrupted) {
 		cli_error(arg, "interrupted; detached");
-		return 130;
+		return cli_signal_status();
 	}
 	if (status == 2) {
 		cli_error(arg, "the process exited while it was being walked");
-		return 1;
+		return CLI_PROBLEMS;
 	}
 	return status;
 }

@@ -35,8 +35,10 @@
  * pass is read, and the pipeline finishes. A CMD still running then gets
  * SIGTERM (SIGKILL a second later), as under perf record. CMD writes to
  * the same stdout as the profile unless -o sends the profile elsewhere.
- * Exit status: 0 (whatever CMD's), 1 (an error, one line), 2 (usage),
- * 127 (CMD cannot be run).
+ * Exit status: 0 (whatever CMD's; also after Ctrl-C, the usual end of a
+ * recording), 1 (an error, one line), 2 (usage, or a -p process that does
+ * not exist), 127 (CMD cannot be run), 143/129 after SIGTERM/SIGHUP (the
+ * profile written first).
  *
  * Defaults: 999 Hz, not perf's 4000: every sample copies 8 KiB of user
  * stack, which at 4000 Hz is 32 MiB/s per busy CPU to copy and walk, and
@@ -757,7 +759,7 @@ int cmd_record(int argc, char **argv)
 	size_t ntids = 0;
 	if (output && (out_fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
 		cli_error(output, "cannot write it: %s", strerror(errno));
-		return 1;
+		return CLI_USAGE;
 	}
 	if ((err = online_cpus(&rc)) || !(rc.rings = calloc(rc.ncpus, sizeof(*rc.rings)))) {
 		cli_error("record", "out of memory");
@@ -770,6 +772,8 @@ int cmd_record(int argc, char **argv)
 		if ((err = prof_live_threads(rc.attach, &tids, &ntids))) {
 			cli_error("-p", err == BK_E_NOT_FOUND ? "%d: no such process" : "%d: %s",
 				  rc.attach, bk_strerror(err));
+			if (err == BK_E_NOT_FOUND)
+				status = CLI_USAGE; /* unusable input */
 			goto out;
 		}
 		/* An event per thread and CPU: as many files as the limit allows. */
@@ -793,15 +797,18 @@ int cmd_record(int argc, char **argv)
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
 	sigaddset(&block, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &block, &wait_mask);
 	sigdelset(&wait_mask, SIGINT);
 	sigdelset(&wait_mask, SIGTERM);
+	sigdelset(&wait_mask, SIGHUP);
 	sigdelset(&wait_mask, SIGCHLD);
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	sa.sa_handler = on_child;
 	sigaction(SIGCHLD, &sa, NULL);
 
@@ -858,7 +865,9 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "backstep: warning: %llu passes over a ring buffer dropped (a record "
 			"header that cannot be)\n", (unsigned long long)rc.ring_errors);
 	smp_summary(rc.s, stderr, "backstep record");
-	status = err ? 1 : 0;
+	/* Ctrl-C is how a recording ends (as perf record's): 0. SIGTERM and
+	 * SIGHUP end it too, the profile written, but say so: 128 + N. */
+	status = err ? 1 : stop_signal == SIGTERM || stop_signal == SIGHUP ? 128 + stop_signal : 0;
 out:
 	if (go >= 0)
 		close(go); /* the child, never released, exits 127 unrun */

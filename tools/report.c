@@ -88,19 +88,19 @@ int cmd_report(int argc, char **argv)
 	int err = !strcmp(path, "-") ? prof_open_fd(0, &r) : prof_open_file(path, &r);
 	if (err == BK_E_IO) {
 		cli_file_error(path, err); /* missing, a directory, a FIFO, unreadable */
-		return 1;
+		return CLI_USAGE;
 	}
 	if (err) {
 		cli_error(path, "%s", err == BK_E_CORRUPT ? "not a perf.data file (or a damaged one)"
 					: bk_strerror(err));
-		return 1;
+		return CLI_USAGE;
 	}
 	if (output) {
 		int fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0 || dup2(fd, 1) < 0) {
 			cli_error(output, "cannot write it");
 			prof_close(r);
-			return 1;
+			return CLI_USAGE;
 		}
 		close(fd);
 	}

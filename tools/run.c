@@ -13,6 +13,13 @@
  * terminates the process and the program neither catches nor ignores it
  * (/proc/PID/status SigCgt, SigIgn); a caught signal is passed on, and if
  * the handler re-raises it with the default action restored we see it again.
+ *
+ * SIGTERM, SIGHUP or SIGINT sent to backstep (kill, not the terminal: the
+ * terminal signals the program's process group itself) is passed on to the
+ * program, which dies of it as it would have without backstep — its stacks
+ * printed first, being a fatal signal — or handles it; a second one kills
+ * it (SIGKILL). backstep then exits 128 + the signal it was sent, the
+ * program ended and reaped, nothing left traced.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +39,9 @@
 #include "../src/unwind/unwind.h"
 
 #define MAX_TIDS 65536
+
+#define RUN_USAGE "backstep run [-f|--follow] [-r|--regs] [-n|--no-symbols] [--no-cache] " \
+		  "[--no-debuginfod] [--json] -- CMD [ARGS...]"
 
 static int tids[MAX_TIDS], tgids[MAX_TIDS]; /* a traced thread, its process */
 static size_t ntids;
@@ -144,15 +154,37 @@ static void dump_all(int pid, int culprit, int sig, const struct cli_stack_opts 
 	bk_target_close(t);
 }
 
+/* Not cli_interrupted: that would cut short the walks of the program dying
+ * of the signal passed on. */
+static volatile sig_atomic_t program_pid, signals_seen, run_signal;
+
+static void pass_signal(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	run_signal = sig;
+	if (program_pid <= 0)
+		return;
+	if (signals_seen++)
+		kill(program_pid, SIGKILL);
+	else if (si->si_code <= 0) /* SI_USER, SI_QUEUE, SI_TKILL: not the terminal's */
+		kill(program_pid, sig);
+}
+
+/* The run's status: the program's, or 128 + the signal backstep was sent. */
+static int run_status(int status)
+{
+	return run_signal ? 128 + run_signal : status;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct cli_stack_opts o;
-	int first = cli_stack_options(argc, argv, "backstep run [-f] [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...]", true, &o);
+	int first = cli_stack_options(argc, argv, RUN_USAGE, true, &o);
 	if (first <= 0)
 		return first == 0 ? 0 : 2;
 	optind = first;
 	if (optind >= argc) {
-		cli_error("run", "no command (usage: backstep run [-f] [-r] [-n] [--no-cache] [--no-debuginfod] [--json] -- CMD [ARGS...])");
+		cli_error("run", "no command (usage: " RUN_USAGE ")");
 		return 2;
 	}
 	char **cmd = argv + optind;
@@ -177,6 +209,15 @@ int cmd_run(int argc, char **argv)
 		_exit(127);
 	}
 	close(errpipe[1]);
+	program_pid = pid;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = pass_signal;
+	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: waitpid returns */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	int st;
 	unsigned long ptopts = PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL |
 			       (o.follow ? PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK : 0);
@@ -199,7 +240,7 @@ int cmd_run(int argc, char **argv)
 			if (errno == EINTR)
 				continue;
 			if (errno == ECHILD && status >= 0)
-				return status;
+				return run_status(status);
 			cli_error(cmd[0], "lost the program: %s", strerror(errno));
 			return 1;
 		}
@@ -207,7 +248,7 @@ int cmd_run(int argc, char **argv)
 			drop_tid(tid);
 			if (tid != pid) {
 				if (status >= 0 && ntids == 0)
-					return status;
+					return run_status(status);
 				continue;
 			}
 			/* An exec that failed left its errno in the pipe (which a
@@ -219,7 +260,7 @@ int cmd_run(int argc, char **argv)
 			}
 			status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 			if (!o.follow || ntids == 0)
-				return status;
+				return run_status(status);
 			continue;
 		}
 		if (!WIFSTOPPED(st))

@@ -18,8 +18,6 @@
 #include "frames.h"
 #include "out.h"
 
-volatile sig_atomic_t cli_interrupted;
-
 /* ---- Walking -------------------------------------------------------------- */
 
 /* What a walk learned of one frame: enough to print it after the process
@@ -187,6 +185,23 @@ static void use_symbol_cache(struct bk_space *space)
 		bk_space_set_symbol_cache(space, dir);
 }
 
+/* "backstep: warning: thread TID (NAME): ..." when W's walk ended early:
+ * which thread, after how many frames, and why. */
+static void walk_ended_line(const struct walk *w)
+{
+	if (w->rc >= 0)
+		return;
+	fprintf(stderr, "backstep: warning: thread %d (%s): ", w->info.tid,
+		w->info.name ? w->info.name : "?");
+	if (w->terr)
+		fprintf(stderr, "registers unavailable: %s\n", bk_strerror(w->terr));
+	else if (!w->began || !w->n)
+		fprintf(stderr, "no walk: %s\n", bk_strerror(w->rc));
+	else
+		fprintf(stderr, "walk ended early after %zu frame%s, at 0x%" PRIx64 ": %s\n", w->n,
+			w->n == 1 ? "" : "s", w->f[w->n - 1].pc, bk_strerror(w->rc));
+}
+
 /* Every thread of T: a header, then its stack. Every thread is walked
  * first, then T is released (a live process runs on), then the stacks are
  * symbolized and printed: the process is stopped only for the walks.
@@ -219,6 +234,13 @@ int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
 		failed |= ws[i].rc < 0;
 	bool gone = failed && o->pid > 0 && cli_process_gone(o->pid);
 	bk_target_release(t);
+	if (o->pid > 0) {
+		/* The process runs on: nothing left to let go. Interrupted
+		 * walks print nothing (the caller says why). */
+		if (cli_interrupted)
+			goto out;
+		cli_exit_on_signals();
+	}
 	if (!o->no_symbols && !o->no_cache)
 		use_symbol_cache(space);
 
@@ -259,8 +281,14 @@ int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
 	}
 	pr->end();
 	out_flush();
+	/* Each walk that ended early, one line on stderr (the output says
+	 * it too, under the thread). Not when the process died meanwhile:
+	 * one line says that instead. */
+	for (size_t k = 0; k < walked && !gone && !cli_interrupted; k++)
+		walk_ended_line(&ws[k]);
 	if (ldr_debuginfod_problem())
 		fprintf(stderr, "backstep: warning: %s\n", ldr_debuginfod_problem());
+out:
 	for (size_t i = 0; i < n; i++) {
 		free(ws[i].f);
 		free(ws[i].regs);
@@ -285,6 +313,7 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 		{ "no-cache", no_argument, NULL, 'C' },
 		{ "no-debuginfod", no_argument, NULL, 'D' },
 		{ "sysroot", required_argument, NULL, 'S' },
+		{ "follow", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -300,12 +329,19 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 		case 'j': o->json = true; break;
 		case 'n': o->no_symbols = true; break;
 		case 'C': o->no_cache = true; break;
-		case 'f': o->follow = true; break;
+		case 'f':
+			if (!stop_at_operand) { /* --follow: run's alone */
+				fprintf(stderr, "backstep: --follow: only run follows children\n");
+				return -2;
+			}
+			o->follow = true;
+			break;
 		case 'D': ldr_debuginfod_off(); break;
 		case 'S':
-			/* core's alone: refused where the usage does not list it */
-			if (!strstr(usage, "--sysroot"))
+			if (!strstr(usage, "--sysroot")) { /* core's alone */
+				fprintf(stderr, "backstep: --sysroot: only core reads a sysroot\n");
 				return -2;
+			}
 			o->sysroot = optarg;
 			break;
 		case 'h':

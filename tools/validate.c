@@ -11,8 +11,11 @@
  * (src/validate/val_run.c, "Stepping over"); --step-all single-steps it
  * too, as a reference.
  * Exit status: 0 no mismatch, 1 mismatches, 2 the run could not be made
- * (or checking never started), 130 interrupted before any mismatch.
+ * (or checking never started), 128 + N when signal N (SIGINT, SIGTERM,
+ * SIGHUP) stopped it: the program is let go first, the report printed.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,11 +32,63 @@
 
 #define MAX_ONLY 64
 
+/* Where backstep's own lines go while the program runs (its stderr may
+ * be elsewhere then: --program-output). */
+static int msg_fd = STDERR_FILENO;
+
 static const char usage_text[] =
 	"usage: backstep validate [--only MODULE|FUNCTION[,...]] [--from FUNCTION]\n"
 	"                         [--method cfi|fp|fast] [--max-frames N] [--step-all] [--strict]\n"
-	"                         [--json] [-q]\n"
-	"                         -- PROGRAM [ARGS...]\n";
+	"                         [--json] [-o FILE] [--program-output FILE] [-q]\n"
+	"                         -- PROGRAM [ARGS...]\n"
+	"  -o, --output FILE        the report to FILE instead of stdout\n"
+	"  --program-output FILE    the program's stdout and stderr to FILE (/dev/null:\n"
+	"                           nowhere); by default they are backstep's, except that\n"
+	"                           with --json and the report on stdout the program's\n"
+	"                           stdout goes to stderr: stdout holds the report alone\n";
+
+/* The program's output during the run (see usage_text): fds 1 and 2 made
+ * what the program inherits, backstep's own kept in SAVED; put back by
+ * restore_fds. False (one line said why) when FILE cannot be written. */
+static bool redirect_fds(const char *file, bool stdout_to_stderr, int saved[2])
+{
+	saved[0] = saved[1] = -1;
+	if (!file && !stdout_to_stderr)
+		return true;
+	fflush(NULL);
+	out_flush();
+	saved[0] = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	saved[1] = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (saved[0] < 0 || saved[1] < 0) {
+		cli_error("validate", "dup: %s", strerror(errno));
+		return false;
+	}
+	if (file) {
+		int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			cli_error(file, "cannot write it: %s", strerror(errno));
+			return false;
+		}
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		close(fd);
+		msg_fd = saved[1];
+	} else {
+		dup2(STDERR_FILENO, STDOUT_FILENO);
+	}
+	return true;
+}
+
+static void restore_fds(int saved[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (saved[i] >= 0) {
+			dup2(saved[i], i + 1);
+			close(saved[i]);
+			saved[i] = -1;
+		}
+	msg_fd = STDERR_FILENO;
+}
 
 /* With --method fp every frame is a guess: no separate "without CFI" list. */
 static bool fp_method;
@@ -44,19 +99,13 @@ static bool is_nocfi(const struct val_mismatch *m)
 	return m->nocfi && !fp_method;
 }
 
-static void on_interrupt(int sig)
-{
-	(void)sig;
-	cli_interrupted = 1;
-}
-
 static bool tty_progress;
 
 static void show_progress(void *ctx, const struct val_stats *st)
 {
 	(void)ctx;
 	double s = st->seconds > 0 ? st->seconds : 1;
-	fprintf(stderr, "%sbackstep: validate: %.0f s, %llu instructions stepped (%.0f/s), "
+	dprintf(msg_fd, "%sbackstep: validate: %.0f s, %llu instructions stepped (%.0f/s), "
 		"%llu checked, %llu mismatches%s",
 		tty_progress ? "\r" : "", st->seconds, (unsigned long long)st->insns_stepped,
 		(double)st->insns_stepped / s, (unsigned long long)st->insns_checked,
@@ -383,10 +432,12 @@ static bool add_only(char *arg, const char **names, size_t *n)
 int cmd_validate(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "only", required_argument, NULL, 'o' },
+		{ "only", required_argument, NULL, 'O' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "program-output", required_argument, NULL, 'P' },
 		{ "from", required_argument, NULL, 'f' },
 		{ "method", required_argument, NULL, 'm' },
-		{ "max-frames", required_argument, NULL, 'n' },
+		{ "max-frames", required_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "strict", no_argument, NULL, 's' },
 		{ "step-all", no_argument, NULL, 'S' },
@@ -397,12 +448,14 @@ int cmd_validate(int argc, char **argv)
 	const char *only[MAX_ONLY];
 	struct val_opts o = { .size = sizeof(o), .only = only };
 	bool json = false, quiet = false, strict = false;
-	const char *method = "cfi";
+	const char *method = "cfi", *output = NULL, *program_output = NULL;
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "+o:f:m:n:jsqh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+o:f:m:jsqh", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'o':
+		case 'o': output = optarg; break;
+		case 'P': program_output = optarg; break;
+		case 'O':
 			if (!add_only(optarg, only, &o.nonly)) {
 				cli_error("--only", "at most %d names", MAX_ONLY);
 				return 2;
@@ -418,7 +471,7 @@ int cmd_validate(int argc, char **argv)
 			o.fp_only = fp_method = !strcmp(optarg, "fp");
 			o.fast_walk = !strcmp(optarg, "fast");
 			break;
-		case 'n': {
+		case 'N': {
 			uint64_t v;
 			if (!cli_parse_u64(optarg, &v) || v > BK_MAX_FRAMES) {
 				cli_error("--max-frames", "'%s' is not a frame count", optarg);
@@ -446,25 +499,44 @@ int cmd_validate(int argc, char **argv)
 	}
 	char **prog = argv + optind;
 
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_interrupt;
-	sigaction(SIGINT, &sa, NULL); /* no SA_RESTART: waitpid returns */
-	sigaction(SIGTERM, &sa, NULL);
+	/* The report's file, opened now: a name that cannot be written is
+	 * said before the run, not after it. */
+	int report_fd = -1;
+	if (output) {
+		report_fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (report_fd < 0) {
+			cli_error(output, "cannot write it: %s", strerror(errno));
+			return CLI_USAGE;
+		}
+	}
+	int saved[2];
+	if (!redirect_fds(program_output, json && !output, saved)) {
+		restore_fds(saved);
+		if (report_fd >= 0)
+			close(report_fd);
+		return CLI_USAGE;
+	}
+
+	cli_catch_signals(); /* no SA_RESTART: waitpid returns */
 	o.stop = &cli_interrupted;
 	if (!quiet) {
 		o.progress = show_progress;
-		tty_progress = isatty(2);
+		tty_progress = isatty(msg_fd);
 	}
 
 	struct val_result res;
 	int err = val_run(prog, &o, &res);
+	restore_fds(saved);
+	if (report_fd >= 0) {
+		dup2(report_fd, STDOUT_FILENO);
+		close(report_fd);
+	}
 	if (tty_progress && res.stats.seconds >= 1.0)
 		fputc('\n', stderr);
 	if (err) {
 		cli_error("validate", "%s", res.error ? res.error : bk_strerror(err));
 		val_result_free(&res);
-		return 2;
+		return cli_interrupted ? cli_signal_status() : CLI_USAGE;
 	}
 	const struct val_mismatch **order = calloc(res.nmm ? res.nmm : 1, sizeof(*order));
 	if (!order) {
@@ -497,8 +569,8 @@ int cmd_validate(int argc, char **argv)
 		cli_error("validate", "%s", res.error);
 		if (!status)
 			status = 2;
-	} else if (res.interrupted && !status) {
-		status = 130; /* incomplete: not a verdict */
+	} else if (res.interrupted) {
+		/* incomplete: not a verdict */
 	} else if (!res.started) {
 		cli_error("validate", "checking never started (%s was not reached)",
 			  o.from ? o.from : "the entry point");
@@ -510,6 +582,8 @@ int cmd_validate(int argc, char **argv)
 		if (!status)
 			status = 2;
 	}
+	if (cli_interrupted)
+		status = cli_signal_status();
 	free(order);
 	val_result_free(&res);
 	return status;

@@ -18,9 +18,15 @@
  *                               .debug_frame) covers, that are not fill;
  *                               split at function symbols. Uncovered fill
  *                               (x86: nop forms, int3, zero; AArch64: nop,
- *                               zero) is only counted (padding_bytes)
+ *                               zero) is only counted (padding_bytes), also
+ *                               the fill that ends a gap (the alignment after
+ *                               a stub whose symbol has no size)
  *                     info      uncovered bytes that read as strings (data
  *                               kept in .text by hand-written assembly)
+ *   toolchain-gap     info      a gap in code every glibc program links in
+ *                               from the toolchain, built without CFI: not
+ *                               the file's own error (chk_tables.c,
+ *                               "Toolchain gaps", says which)
  *   overlap           error     two FDEs of one section cover one address
  *                               (.eh_frame vs .debug_frame is not one)
  *   eh-frame-hdr      error     bad version/encodings, eh_frame_ptr not
@@ -144,6 +150,7 @@ enum chk_kind {
 	CHK_ENTRY_ROW,
 	CHK_STATE_STACK,
 	CHK_NO_TABLES,
+	CHK_TOOLCHAIN_GAP,
 	CHK_NKINDS
 };
 
@@ -180,7 +187,8 @@ struct chk_report {
 	uint64_t exec_bytes;      /* in executable sections with contents */
 	uint64_t covered_bytes;   /* of those, inside some FDE */
 	uint64_t padding_bytes;   /* uncovered fill */
-	uint64_t gap_bytes;       /* uncovered, not fill */
+	uint64_t gap_bytes;       /* uncovered, not fill, not toolchain gaps */
+	uint64_t toolchain_gap_bytes; /* uncovered toolchain code (toolchain-gap) */
 	size_t counts[CHK_NKINDS][CHK_SEV_N]; /* every finding, kept or not */
 	size_t suppressed[CHK_NKINDS];
 	size_t nerrors, nwarnings, ninfos;

@@ -48,6 +48,7 @@ static const char *const kind_names[CHK_NKINDS] = {
 	[CHK_ENTRY_ROW] = "entry-row",
 	[CHK_STATE_STACK] = "state-stack",
 	[CHK_NO_TABLES] = "no-unwind-tables",
+	[CHK_TOOLCHAIN_GAP] = "toolchain-gap",
 };
 
 const char *chk_kind_name(enum chk_kind kind)
@@ -98,6 +99,7 @@ struct ctx {
 	const struct arch_info *arch;
 	struct fde_vec fdes[2]; /* .eh_frame, .debug_frame */
 	size_t eh_fde_entries;  /* FDE entries framed in .eh_frame, decoded or not */
+	uint64_t entry_cover_end; /* end of the covered range holding e_entry, or 0 */
 };
 
 static const char *const sec_names[2] = { ".eh_frame", ".debug_frame" };
@@ -857,6 +859,73 @@ static bool looks_like_strings(const uint8_t *p, size_t n)
 	return nul && best_run >= 8 && text * 100 >= n * 85;
 }
 
+/* How many of the N bytes at P (address ADDR, AVAIL readable) are fill at
+ * the end: the alignment after code whose symbol has no size (crtbegin's
+ * frame_dummy, hand-written stubs), which a gap split at symbols would
+ * otherwise count as code. The shortest all-fill tail within the last 256
+ * bytes (alignment is at most 64 in practice); code that happens to end in
+ * bytes that read as fill (a zero displacement) loses those bytes to
+ * padding, never the other way round. */
+static size_t fill_suffix(const struct ctx *c, uint64_t addr, const uint8_t *p, size_t n,
+			  size_t avail)
+{
+	size_t from = n > 256 ? n - 256 : 0;
+	for (size_t k = from; k < n; k++)
+		if (fill_prefix(c, addr + k, p + k, n - k, avail - k) >= n - k)
+			return n - k;
+	return 0;
+}
+
+/* ---- Toolchain gaps ------------------------------------------------------
+ *
+ * Every program linked by gcc or clang against glibc carries code from the
+ * C runtime's start files that has no CFI: crti.o/crtn.o's _init and _fini
+ * (.init, .fini), crtbegin.o's deregister_tm_clones, register_tm_clones,
+ * __do_global_dtors_aux and frame_dummy, AArch64 crti.o's call_weak_fn, and
+ * linker-made PLT code (AArch64's .plt, a static executable's IRELATIVE
+ * .plt). Their gaps are the toolchain's, not the checked file's: reported
+ * as toolchain-gap (info). Named by symbol; in a stripped file, by section
+ * (.init, .fini, PLT sections) and, for crtbegin.o's code, by place: a gap
+ * of at most CRT_GAP_MAX bytes right after the FDE holding the entry point
+ * (crt1.o's _start, which crtbegin.o's code follows in every link). */
+
+#define CRT_GAP_MAX 512
+
+static bool toolchain_symbol(const char *name)
+{
+	static const char *const names[] = {
+		"_init", "_fini", "_start", "deregister_tm_clones", "register_tm_clones",
+		"__do_global_dtors_aux", "frame_dummy", "call_weak_fn", "_dl_relocate_static_pie",
+		"__libc_csu_init", "__libc_csu_fini",
+	};
+	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+static bool toolchain_section(const char *name)
+{
+	static const char *const names[] = { ".init", ".fini", ".plt", ".plt.sec", ".plt.got",
+					     ".iplt" };
+	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+/* Whether the gap [POS, END) of region RG, with symbol S (or none), whose
+ * uncovered run began at RUN_LO, is toolchain code. */
+static bool toolchain_gap(struct ctx *c, const struct chk_region *rg, struct sym_symbol *s,
+			  uint64_t run_lo, uint64_t pos, uint64_t end)
+{
+	if (s)
+		return toolchain_symbol(chk_image_sym_name(&c->im, s));
+	if (toolchain_section(rg->name))
+		return true;
+	return c->entry_cover_end && run_lo == c->entry_cover_end && end - pos <= CRT_GAP_MAX;
+}
+
 /* Classify the uncovered bytes [lo, hi) of region RG. */
 static void uncovered(struct ctx *c, const struct chk_region *rg, uint64_t lo, uint64_t hi)
 {
@@ -899,11 +968,30 @@ static void uncovered(struct ctx *c, const struct chk_region *rg, uint64_t lo, u
 				pos = end;
 				continue;
 			}
-			c->r->gap_bytes += end - pos;
+			/* The fill that ends it is padding, not code. */
+			size_t tail = bytes ? fill_suffix(c, pos, bytes + lead, (size_t)(end - pos),
+							  avail - lead)
+					    : 0;
+			uint64_t code_end = end - tail, next = end;
+			c->r->padding_bytes += tail;
+			w.end = code_end;
+			if (toolchain_gap(c, rg, s, lo, pos, code_end)) {
+				c->r->toolchain_gap_bytes += code_end - pos;
+				add(c, CHK_SEV_INFO, CHK_TOOLCHAIN_GAP, &w,
+				    "0x%" PRIx64 "..0x%" PRIx64 " (%" PRIu64 " bytes) in %s: no FDE "
+				    "covers it; C runtime or linker code built without CFI",
+				    pos, code_end, code_end - pos,
+				    rg->name ? rg->name : "an executable segment");
+				pos = next;
+				continue;
+			}
+			c->r->gap_bytes += code_end - pos;
 			add(c, CHK_SEV_ERROR, CHK_GAP, &w,
 			    "0x%" PRIx64 "..0x%" PRIx64 " (%" PRIu64 " bytes)%s%s: no FDE covers it",
-			    pos, end, end - pos, s ? " in " : "",
+			    pos, code_end, code_end - pos, s ? " in " : "",
 			    s ? (rg->name ? rg->name : "executable segment") : "");
+			pos = next;
+			continue;
 		}
 		pos = end;
 	}
@@ -940,6 +1028,10 @@ static void check_coverage(struct ctx *c)
 			all[nc++] = all[i];
 		}
 	}
+	uint64_t entry = c->im.ldr->entry;
+	for (size_t i = 0; i < nc && entry; i++)
+		if (all[i].lo <= entry && entry < all[i].hi)
+			c->entry_cover_end = all[i].hi;
 	size_t j = 0;
 	for (size_t i = 0; i < c->im.nexec && !c->nomem; i++) {
 		const struct chk_region *rg = &c->im.exec[i];

@@ -4,7 +4,7 @@
   cli_errors.py BACKSTEP
 
   pid of backstep itself     one line saying so, exit 2 (not "cannot attach")
-  pid of a zombie            one line saying so, exit 1
+  pid of a zombie            one line saying so, exit 2
   dump --pc 1149             hexadecimal as nm prints it: as --pc 0x1149
   validate --only NOSUCH     an error (exit 2), not 0 instructions and exit 0
   validate -- /nonexistent   the message names the program
@@ -46,7 +46,7 @@ if z == 0:
 time.sleep(0.3)
 p = run("pid", str(z))
 os.waitpid(z, 0)
-check(p.returncode == 1 and p.stderr == "backstep: %d: a zombie: it has exited (its parent has "
+check(p.returncode == 2 and p.stderr == "backstep: %d: a zombie: it has exited (its parent has "
       "not reaped it), no threads are left to walk\n" % z,
       "pid of a zombie: exit %d, %r" % (p.returncode, p.stderr))
 

@@ -339,7 +339,7 @@ def errors(backstep):
     p = subprocess.Popen(["true"])
     p.wait()
     one_line_error("record -p (a finished process)",
-                   run([backstep, "record", "-p", str(p.pid)]), 1, ["no such process"])
+                   run([backstep, "record", "-p", str(p.pid)]), 2, ["no such process"])
     one_line_error("record -- /nonexistent",
                    run([backstep, "record", "--", "/nonexistent/program"]), 127, ["cannot run"])
     one_line_error("record (no target)", run([backstep, "record"]), 2, ["-p PID or -- CMD"])

@@ -1,0 +1,42 @@
+/* The README's first example: a program that crashes in its second
+ * thread. `backstep run -- ./build/examples/crash` runs it and, as the
+ * fatal signal arrives, prints what happened (the signal, its cause, the
+ * faulting address, the thread that received it) and every thread's
+ * stack: the worker in the function that wrote through a null pointer,
+ * the main thread waiting for it in pthread_join. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_setname_np */
+#endif
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+struct job {
+	const char *text;
+	int *length; /* where the worker stores its result: forgotten (NULL) */
+};
+
+__attribute__((noinline)) static int measure(const char *text, int *length)
+{
+	*length = (int)strlen(text); /* SIGSEGV: length is NULL */
+	return *length;
+}
+
+__attribute__((noinline)) static void *worker(void *arg)
+{
+	struct job *job = arg;
+	int n = measure(job->text, job->length);
+	printf("%d\n", n);
+	return NULL;
+}
+
+int main(void)
+{
+	struct job job = { "a line of text", NULL };
+	pthread_t t;
+	if (pthread_create(&t, NULL, worker, &job) != 0)
+		return 1;
+	pthread_setname_np(t, "worker");
+	pthread_join(t, NULL);
+	return 0;
+}
