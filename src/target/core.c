@@ -96,6 +96,7 @@ struct core_priv {
 	uint64_t page_size;  /* from NT_FILE */
 	uint16_t machine;    /* EM_X86_64 or EM_AARCH64 */
 	const char *sysroot; /* files the core names are looked for under it first */
+	tgt_fetch_fn *fetch; /* a file gone from disk, by build-id, or NULL */
 };
 
 /* ---- Small helpers -------------------------------------------------------- */
@@ -1070,6 +1071,31 @@ static int check_file(struct tgt *t, struct core_priv *p, const size_t *idx, siz
 			fd = -1;
 		}
 	}
+	/* Gone from disk: the file by the build-id the core kept, from the
+	 * caller's fetcher (debuginfod), in its place. */
+	char *fetched = NULL;
+	if (fd < 0 && in_core.build_id_len && p->fetch && p->nfds < MAX_OPEN_FILES &&
+	    p->fetch(in_core.build_id, in_core.build_id_len, &fetched) == 0) {
+		fd = open(fetched, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		struct stat st;
+		if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+			close(fd);
+			fd = -1;
+		}
+		if (fd >= 0) { /* the mappings name the file fetched */
+			for (size_t k = 0; k < n; k++) {
+				char *d = base_strdup(fetched);
+				if (!d) {
+					close(fd);
+					base_free(fetched);
+					return BK_E_NOMEM;
+				}
+				base_free((void *)t->maps[idx[k]].path);
+				t->maps[idx[k]].path = d;
+			}
+		}
+		base_free(fetched);
+	}
 	if (fd >= 0) {
 		struct image_reader r = { read_image_in_file, NULL, 0, fd };
 		look_image(&r, false, p->page_size, &in_file);
@@ -1174,7 +1200,7 @@ static int parse(struct tgt *t, struct core_priv *p, const char *exe_path)
 }
 
 int tgt_core_open(const char *core_path, const char *exe_path, const char *sysroot,
-		  struct tgt **out)
+		  tgt_fetch_fn *fetch, struct tgt **out)
 {
 	if (!out)
 		return BK_E_INVAL;
@@ -1197,6 +1223,7 @@ int tgt_core_open(const char *core_path, const char *exe_path, const char *sysro
 	p->len = len;
 	p->page_size = 4096;
 	p->sysroot = sysroot;
+	p->fetch = fetch;
 	t->ops = &core_ops;
 	t->arch = arch_get(BK_ARCH_X86_64);
 	t->pid = 0;

@@ -77,8 +77,12 @@ BK_HIDDEN int tgt_ptrace_attach(int pid, struct tgt **out);
  * BK_E_UNSUPPORTED (an ELF that is not a core, or a core of another machine,
  * class or byte order), BK_E_CORRUPT (headers or notes cut or malformed),
  * BK_E_NOMEM. A thread whose NT_PRSTATUS is too short has err set. */
+/* SYSROOT (may be NULL): where the files a core names are looked for
+ * first. FETCH (may be NULL): a file of the core that is not on disk, by
+ * the build-id the core kept: 0 and *PATH (from the funnel), or an error. */
+typedef int tgt_fetch_fn(const uint8_t *build_id, size_t len, char **path);
 BK_HIDDEN int tgt_core_open(const char *core_path, const char *exe_path, const char *sysroot,
-			    struct tgt **out);
+			    tgt_fetch_fn *fetch, struct tgt **out);
 
 /* The x86-64 general registers as struct user_regs_struct lays them out
  * (also pr_reg of NT_PRSTATUS): 27 words, r15 first. */

@@ -258,6 +258,14 @@ void uw_target_invalidate(struct bk_target *bt)
 	tgt_invalidate(bt->tgt, false);
 }
 
+/* A core's file gone from disk, from debuginfod (when the program carries
+ * ldr_debuginfod.c and DEBUGINFOD_URLS names servers). */
+static int fetch_executable(const uint8_t *build_id, size_t len, char **path)
+{
+	return ldr_debuginfod_fetch ? ldr_debuginfod_fetch(build_id, len, true, path)
+				    : BK_E_NOT_FOUND;
+}
+
 int bk_target_open_core(const char *core, const char *exe, struct bk_target **out)
 {
 	struct bk_core_options o = { .size = sizeof(o), .exe = exe };
@@ -274,7 +282,7 @@ int bk_target_open_core_opts(const char *core, const struct bk_core_options *opt
 	struct bk_target *bt = base_calloc(1, sizeof(*bt));
 	if (!bt)
 		return BK_E_NOMEM;
-	int err = tgt_core_open(core, opts->exe, opts->sysroot, &bt->tgt);
+	int err = tgt_core_open(core, opts->exe, opts->sysroot, fetch_executable, &bt->tgt);
 	if (!err)
 		err = compose(bt);
 	if (err) {

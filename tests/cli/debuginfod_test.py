@@ -14,10 +14,16 @@ program (it aborts in a static function):
   a dead server          the run ends within seconds, one warning names it
   a server that accepts  the run ends within BACKSTEP_DEBUGINFOD_TIMEOUT
   and never answers      plus a margin, one warning says so
+And `backstep core` of the kernel's core of a program deleted since (the
+server has its executable): with DEBUGINFOD_URLS the executable is fetched
+by the build-id the core kept and the frames are named; without it they
+are not.
 debuginfod missing fails the test with the reason: never a skip.
 """
 import json
 import os
+import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -91,6 +97,29 @@ def named(fs):
     return [f for f in fs if f.get("function") == "leaf_in_static"]
 
 
+def kernel_core(prog, cwd):
+    """The kernel's core of PROG aborting (in CWD, or where a core_pattern
+    that is a path puts it), moved into CWD; None when none appears."""
+    def unlimited():
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    proc = subprocess.Popen([prog], cwd=cwd, preexec_fn=unlimited,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc.wait(timeout=60)
+    pattern = open("/proc/sys/kernel/core_pattern").read().strip()
+    cands = [os.path.join(cwd, "core"), os.path.join(cwd, "core.%d" % proc.pid)]
+    if pattern.startswith("/") and not re.search(r"%[^pe%]", pattern):
+        cands.append(pattern.replace("%p", str(proc.pid)).replace(
+            "%e", os.path.basename(prog)[:15]).replace("%%", "%"))
+    for _ in range(50):
+        for c in cands:
+            if os.path.exists(c):
+                moved = os.path.join(cwd, "gone.core")
+                shutil.move(c, moved)
+                return moved
+        time.sleep(0.1)
+    return None
+
+
 def main():
     if len(sys.argv) != 4:
         fail("usage: debuginfod_test.py BACKSTEP DEBUGINFOD WORKDIR")
@@ -112,6 +141,22 @@ def main():
         if r.returncode:
             fail("%s: %s" % (" ".join(cmd), r.stderr))
     bid = build_id(prog)
+    # The kernel's core of a program then deleted; the server gets its
+    # executable (indexed when it starts).
+    gone = os.path.join(work, "gone")
+    r = subprocess.run(["gcc", "-O2", "-g", "-o", gone, src],
+                       capture_output=True, text=True)
+    if r.returncode:
+        fail("gcc: " + r.stderr)
+    shutil.copy(gone, os.path.join(srv, "gone.exe"))
+    gbid = build_id(gone)
+    if gbid == bid:
+        fail("the deleted program has the stripped one's build-id")
+    core = kernel_core(gone, work)
+    if not core:
+        fail("no kernel core of %s (core_pattern %r pipes to a program?)" % (
+            gone, open("/proc/sys/kernel/core_pattern").read().strip()))
+    os.unlink(gone)
 
     port = free_port()
     server = subprocess.Popen([debuginfod, "-F", srv, "-p", str(port), "-d",
@@ -152,6 +197,36 @@ def main():
         if named(frames(p.stdout)) or not frames(p.stdout):
             fail("--no-debuginfod: the static function is named, or no frames:\n" + p.stdout)
         print("without DEBUGINFOD_URLS, and with --no-debuginfod: not named")
+
+        # A core of a program gone from disk: its executable from the server.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen("%s/buildid/%s/executable" % (url, gbid),
+                                            timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except Exception:
+                pass
+            if time.monotonic() > deadline:
+                fail("debuginfod never served the executable %s" % gbid)
+            time.sleep(0.3)
+        env = dict(os.environ, DEBUGINFOD_URLS=url,
+                   DEBUGINFOD_CACHE_PATH=os.path.join(work, "cache6"))
+        p = subprocess.run([backstep, "core", "--json", "--no-cache", core],
+                           capture_output=True, text=True, env=env, timeout=60)
+        fs = named(frames(p.stdout))
+        if not fs or not fs[0].get("line"):
+            fail("core of a deleted program, with DEBUGINFOD_URLS: leaf_in_static not "
+                 "named:\n" + p.stdout + p.stderr)
+        env.pop("DEBUGINFOD_URLS")
+        p = subprocess.run([backstep, "core", "--json", "--no-cache", core],
+                           capture_output=True, text=True, env=env, timeout=60)
+        if named(frames(p.stdout)) or "not found" not in p.stderr:
+            fail("core of a deleted program, without DEBUGINFOD_URLS: named, or no "
+                 "warning:\n" + p.stdout + p.stderr)
+        print("core of a deleted program: its executable fetched by build-id, "
+              "leaf_in_static at line %d" % fs[0]["line"])
     finally:
         server.kill()
         server.wait()
