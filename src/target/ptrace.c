@@ -124,22 +124,42 @@ static void ptrace_close(struct tgt *t)
 
 static const struct tgt_ops ptrace_ops = { ptrace_read, ptrace_close };
 
-static int read_thread_regs(struct tgt_thread *th)
+#define NT_ARM_PAC_MASK_ 0x406
+
+/* The registers of stopped thread TH in the host's layout (the kernel's
+ * NT_PRSTATUS register set: x86-64's user_regs_struct, AArch64's
+ * user_pt_regs), as a core holds them; on AArch64 also d8-d15 from
+ * NT_FPREGSET and the process's PAC mask (NT_ARM_PAC_MASK, when the CPU
+ * has pointer authentication) into T. The AArch64 half is compiled into
+ * the AArch64 build but has never run: qemu-user, the only AArch64 here,
+ * has no ptrace. */
+static int read_thread_regs(struct tgt *t, struct tgt_thread *th)
 {
-#if defined(__x86_64__)
-	struct user_regs_struct u;
-	struct iovec iov = { &u, sizeof(u) };
+	uint64_t words[TGT_AARCH64_USER_REGS > TGT_X86_64_USER_REGS ? TGT_AARCH64_USER_REGS
+								     : TGT_X86_64_USER_REGS];
+	struct iovec iov = { words, sizeof(words) };
 	if (ptrace(PTRACE_GETREGSET, th->tid, (void *)NT_PRSTATUS, &iov) != 0)
 		return BK_E_IO;
-	_Static_assert(sizeof(u) == TGT_X86_64_USER_REGS * sizeof(uint64_t), "user_regs_struct");
-	uint64_t words[TGT_X86_64_USER_REGS];
-	memcpy(words, &u, sizeof(words));
-	tgt_regs_x86_64(words, &th->regs);
+	if (t->arch->arch == BK_ARCH_X86_64) {
+		if (iov.iov_len < TGT_X86_64_USER_REGS * sizeof(uint64_t))
+			return BK_E_IO;
+		tgt_regs_x86_64(words, &th->regs);
+		return 0;
+	}
+	if (iov.iov_len < TGT_AARCH64_USER_REGS * sizeof(uint64_t))
+		return BK_E_IO;
+	tgt_regs_aarch64(words, &th->regs);
+	uint8_t fp[TGT_AARCH64_FPSIMD_SIZE + 8];
+	iov = (struct iovec){ fp, sizeof(fp) };
+	if (ptrace(PTRACE_GETREGSET, th->tid, (void *)NT_FPREGSET, &iov) == 0 &&
+	    iov.iov_len >= TGT_AARCH64_FPSIMD_SIZE)
+		tgt_fpsimd_aarch64(fp, &th->regs);
+	uint64_t pac[2];
+	iov = (struct iovec){ pac, sizeof(pac) };
+	if (ptrace(PTRACE_GETREGSET, th->tid, (void *)NT_ARM_PAC_MASK_, &iov) == 0 &&
+	    iov.iov_len == sizeof(pac))
+		t->pac_mask = pac[1]; /* insn_mask: what signs return addresses */
 	return 0;
-#else
-	(void)th;
-	return BK_E_UNSUPPORTED;
-#endif
 }
 
 static void read_comm(int pid, int tid, char name[16])
@@ -259,9 +279,6 @@ int tgt_ptrace_attach(int pid, struct tgt **out)
 		return BK_E_INVAL;
 	if (kill(pid, 0) != 0)
 		return errno == ESRCH ? BK_E_NOT_FOUND : BK_E_IO;
-#if !defined(__x86_64__)
-	return BK_E_UNSUPPORTED;
-#endif
 	struct tgt *t = base_calloc(1, sizeof(*t));
 	struct ptrace_priv *p = base_calloc(1, sizeof(*p));
 	if (!t || !p) {
@@ -270,7 +287,7 @@ int tgt_ptrace_attach(int pid, struct tgt **out)
 		return BK_E_NOMEM;
 	}
 	t->ops = &ptrace_ops;
-	t->arch = arch_get(BK_ARCH_X86_64);
+	t->arch = ARCH_HOST;
 	t->pid = pid;
 	t->priv = p;
 
@@ -294,7 +311,7 @@ int tgt_ptrace_attach(int pid, struct tgt **out)
 		return err;
 	}
 	for (size_t i = 0; i < t->nthreads; i++) {
-		t->threads[i].err = read_thread_regs(&t->threads[i]);
+		t->threads[i].err = read_thread_regs(t, &t->threads[i]);
 		read_comm(pid, t->threads[i].tid, t->threads[i].name);
 	}
 	*out = t;
@@ -303,9 +320,6 @@ int tgt_ptrace_attach(int pid, struct tgt **out)
 
 int tgt_ptrace_adopt(int pid, const int *tids, size_t n, struct tgt **out)
 {
-#if !defined(__x86_64__)
-	return BK_E_UNSUPPORTED;
-#endif
 	if (pid <= 0 || !tids || n == 0 || n > MAX_THREADS)
 		return BK_E_INVAL;
 	struct tgt *t = base_calloc(1, sizeof(*t));
@@ -319,14 +333,14 @@ int tgt_ptrace_adopt(int pid, const int *tids, size_t n, struct tgt **out)
 	}
 	p->adopted = true;
 	t->ops = &ptrace_ops;
-	t->arch = arch_get(BK_ARCH_X86_64);
+	t->arch = ARCH_HOST;
 	t->pid = pid;
 	t->priv = p;
 	t->threads = th;
 	t->nthreads = n;
 	for (size_t i = 0; i < n; i++) {
 		th[i].tid = tids[i];
-		th[i].err = read_thread_regs(&th[i]);
+		th[i].err = read_thread_regs(t, &th[i]);
 		read_comm(pid, tids[i], th[i].name);
 	}
 	int err = tgt_read_maps(t);
