@@ -123,7 +123,8 @@ struct bk_row {
 	unsigned ra_reg;    /* return-address column of the CIE */
 	int from_debug_frame; /* 1 if the row came from .debug_frame */
 	int signal_frame;   /* CIE augmentation 'S' */
-	int ra_sign_state;  /* AArch64 pointer authentication of the RA */
+	int ra_sign_state;  /* AArch64 RA_SIGN_STATE: bit 0 the RA is signed by pointer
+			     * authentication, bit 1 with the PC as a modifier */
 	uint64_t args_size; /* DW_CFA_GNU_args_size */
 	struct bk_rule cfa;
 	unsigned nregs;     /* registers with a rule, ascending DWARF number */

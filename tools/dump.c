@@ -311,8 +311,8 @@ static void print_row_table(struct dump_ctx *c, unsigned ra_reg)
 			rule_cell(c, cfi_row_rule(row, cols[k]), cell);
 			out_pad(cell, 7);
 		}
-		if (c->arch && c->arch->arch == BK_ARCH_AARCH64 && row->ra_sign_state)
-			out_fmt(" ra_signed");
+		if (c->arch && c->arch->arch == BK_ARCH_AARCH64 && (row->ra_sign_state & 1))
+			out_fmt(row->ra_sign_state & 2 ? " ra_signed_pc" : " ra_signed");
 		out_c('\n');
 	}
 	/* The expressions behind "exp" cells, where they first appear. */

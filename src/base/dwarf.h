@@ -36,6 +36,7 @@
 #define DW_CFA_val_expression 0x16
 #define DW_CFA_lo_user 0x1c
 #define DW_CFA_MIPS_advance_loc8 0x1d
+#define DW_CFA_AARCH64_negate_ra_state_with_pc 0x2c /* AADWARF64 §4.4.2, FEAT_PAuth_LR */
 #define DW_CFA_GNU_window_save 0x2d /* AArch64: DW_CFA_AARCH64_negate_ra_state */
 #define DW_CFA_GNU_args_size 0x2e
 #define DW_CFA_GNU_negative_offset_extended 0x2f

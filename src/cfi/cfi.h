@@ -150,7 +150,9 @@ struct cfi_row {
 	 * the expression takes its offset, as libgcc and gdb do. Not a rule of
 	 * the row: cfi_row_same_rules ignores it. */
 	struct cfi_rule cfa_before_expr;
-	uint8_t ra_sign_state;  /* AArch64 DW_CFA_AARCH64_negate_ra_state toggles */
+	uint8_t ra_sign_state;  /* AArch64 RA_SIGN_STATE: bit 0 the RA is signed
+				 * (DW_CFA_AARCH64_negate_ra_state toggles it), bit 1
+				 * with the PC as a modifier (..._with_pc toggles both) */
 	uint64_t args_size;     /* DW_CFA_GNU_args_size */
 	uint16_t nrules;        /* rules below, ascending register number */
 	uint16_t regno[CFI_MAX_RULES];

@@ -364,6 +364,8 @@ static const struct {
 	[DW_CFA_val_offset_sf] = { "DW_CFA_val_offset_sf", SH_R_S },
 	[DW_CFA_val_expression] = { "DW_CFA_val_expression", SH_R_BLOCK },
 	[DW_CFA_MIPS_advance_loc8] = { "DW_CFA_MIPS_advance_loc8", SH_DELTA8 },
+	[DW_CFA_AARCH64_negate_ra_state_with_pc] = { "DW_CFA_AARCH64_negate_ra_state_with_pc",
+						      SH_NONE },
 	[DW_CFA_GNU_window_save] = { "DW_CFA_GNU_window_save", SH_NONE },
 	[DW_CFA_GNU_args_size] = { "DW_CFA_GNU_args_size", SH_U },
 	[DW_CFA_GNU_negative_offset_extended] = { "DW_CFA_GNU_negative_offset_extended", SH_R_U },

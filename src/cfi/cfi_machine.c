@@ -237,6 +237,13 @@ static int apply(struct cfi_machine *m, const struct cfi_insn *in, bool in_cie, 
 		 * SPARC's register-window meaning is not supported. */
 		row->ra_sign_state ^= 1;
 		return 0;
+	case DW_CFA_AARCH64_negate_ra_state_with_pc:
+		/* AADWARF64 §4.4.2 (FEAT_PAuth_LR): negates bits 0 (signed) and
+		 * 1 (signed with the PC of this row's first instruction as a
+		 * second modifier) of RA_SIGN_STATE. Stripping the code, as an
+		 * unwinder does, needs bit 0 alone; bit 1 is kept for dump. */
+		row->ra_sign_state ^= 3;
+		return 0;
 	case DW_CFA_GNU_args_size:
 		row->args_size = in->u;
 		return 0;

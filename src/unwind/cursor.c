@@ -295,7 +295,7 @@ static void compile_row(const struct arch_info *a, const struct cfi_section *sec
 	out->kind = UW_KIND_CFI;
 	out->ra_index = 0xff;
 	out->ra_slot = (uint8_t)arch_slot(a, (unsigned)cie->ra_reg);
-	out->ra_signed = row->ra_sign_state;
+	out->ra_signed = row->ra_sign_state & 1;
 	(void)sec;
 	/* An undefined return address makes the frame the outermost one,
 	 * whatever the rest of the row says (the CFA is not needed). */

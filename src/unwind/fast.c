@@ -200,7 +200,7 @@ static uint32_t compile_rule(struct uw_ftab *t, const struct arch_info *a,
 	if (!ra || ra->kind != BK_RULE_OFFSET || !fits32(ra->value))
 		return R_POOL; /* a return address in a register, or computed */
 	x.ra_off = (int32_t)ra->value;
-	if (row->ra_sign_state)
+	if (row->ra_sign_state & 1)
 		x.flags |= UW_X_RA_SIGNED;
 
 	/* The caller's SP is the CFA: no other rule for it. */

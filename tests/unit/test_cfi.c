@@ -1300,12 +1300,14 @@ static const struct insn_case insn_cases[] = {
 	   DW_CFA_GNU_args_size, 0, 0, 128, 0, 0, 0, 3),
 	IN("GNU_window_save", (DW_CFA_GNU_window_save), 1, -8, DW_CFA_GNU_window_save, 0, 0, 0, 0,
 	   0, 0, 1),
+	IN("AARCH64_negate_ra_state_with_pc", (DW_CFA_AARCH64_negate_ra_state_with_pc), 4, -8,
+	   DW_CFA_AARCH64_negate_ra_state_with_pc, 0, 0, 0, 0, 0, 0, 1),
 
 	/* Unknown opcodes. */
 	IN_ERR("0x17", (0x17), 1, -8, BK_E_UNSUPPORTED),
 	IN_ERR("lo_user 0x1c", (DW_CFA_lo_user), 1, -8, BK_E_UNSUPPORTED),
 	IN_ERR("0x1e", (0x1e), 1, -8, BK_E_UNSUPPORTED),
-	IN_ERR("0x2c", (0x2c), 1, -8, BK_E_UNSUPPORTED),
+	IN_ERR("0x2b", (0x2b), 1, -8, BK_E_UNSUPPORTED),
 	IN_ERR("0x30", (0x30), 1, -8, BK_E_UNSUPPORTED),
 	IN_ERR("hi_user 0x3f", (DW_CFA_hi_user), 1, -8, BK_E_UNSUPPORTED),
 
@@ -1505,6 +1507,7 @@ static void test_insn_names(void)
 		{ DW_CFA_val_expression, "DW_CFA_val_expression" },
 		{ DW_CFA_MIPS_advance_loc8, "DW_CFA_MIPS_advance_loc8" },
 		{ DW_CFA_GNU_window_save, "DW_CFA_GNU_window_save" },
+		{ DW_CFA_AARCH64_negate_ra_state_with_pc, "DW_CFA_AARCH64_negate_ra_state_with_pc" },
 		{ DW_CFA_GNU_args_size, "DW_CFA_GNU_args_size" },
 		{ DW_CFA_GNU_negative_offset_extended, "DW_CFA_GNU_negative_offset_extended" },
 	};
@@ -1796,6 +1799,18 @@ static const struct machine_case machine_cases[] = {
 	   ROWX(0, 1, STD_CFA, 1, 0, STD_RA),
 	   ROWX(1, 2, STD_CFA, 0, 0, STD_RA),
 	   ROWX(2, PCLEN, STD_CFA, 1, 0, STD_RA)),
+	/* FEAT_PAuth_LR: signed with the PC (bits 0 and 1), then
+	 * authenticated by a plain negate (bit 0 only: bit 1 stays, the RA
+	 * is not signed), then signed again with the PC and restored. */
+	MC("AARCH64_negate_ra_state_with_pc toggles bits 0 and 1", STD,
+	   (DW_CFA_AARCH64_negate_ra_state_with_pc, DW_CFA_advance_loc | 1,
+	    DW_CFA_GNU_window_save, DW_CFA_advance_loc | 1, DW_CFA_remember_state,
+	    DW_CFA_AARCH64_negate_ra_state_with_pc, DW_CFA_advance_loc | 1,
+	    DW_CFA_restore_state), 0,
+	   ROWX(0, 1, STD_CFA, 3, 0, STD_RA),
+	   ROWX(1, 2, STD_CFA, 2, 0, STD_RA),
+	   ROWX(2, 3, STD_CFA, 1, 0, STD_RA),
+	   ROWX(3, PCLEN, STD_CFA, 2, 0, STD_RA)),
 	MC("GNU_window_save in the CIE, restore_state", (DW_CFA_def_cfa, 31, 0,
 	   DW_CFA_GNU_window_save),
 	   (DW_CFA_remember_state, DW_CFA_GNU_window_save, DW_CFA_advance_loc | 1,
