@@ -20,19 +20,13 @@ import shutil
 import subprocess
 import sys
 
+from checks import check, finish
+
 backstep, work = sys.argv[1], sys.argv[2]
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
-fails = checks = 0
 
 
-def check(cond, what):
-    global fails, checks
-    checks += 1
-    if not cond:
-        fails += 1
-        print("FAIL: " + what)
-    return cond
 
 
 def run(*args):
@@ -165,5 +159,4 @@ if stub:
           int(mine[0]["end"], 16) - int(mine[0]["addr"], 16) == 6,
           f"size-less stub: its gap must be its 6 bytes of code: {mine} (exit {j.returncode})")
 
-print(f"check gate: {checks - fails} passed, {fails} failed")
-sys.exit(1 if fails else 0)
+finish("check gate")

@@ -29,19 +29,13 @@ import sys
 import tempfile
 import time
 
+from checks import check, finish
+
 backstep, srcdir, work = sys.argv[1], sys.argv[2], sys.argv[3]
 os.makedirs(work, exist_ok=True)
-fails = checks = 0
 env = dict(os.environ, BACKSTEP_CACHE_DIR="")
 
 
-def check(cond, what):
-    global fails, checks
-    checks += 1
-    if not cond:
-        fails += 1
-        print("FAIL: " + what)
-    return cond
 
 
 def run(*args, timeout=60, **kw):
@@ -334,5 +328,4 @@ for args, what in ((["dump", "--rows", libc], "dump"),
     os.close(wr)
     check(b.returncode == 143, f"{what}: SIGTERM: exit {b.returncode}")
 
-print(f"cli table: {checks - fails} passed, {fails} failed")
-sys.exit(1 if fails else 0)
+finish("cli table")

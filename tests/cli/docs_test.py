@@ -15,20 +15,14 @@ import re
 import subprocess
 import sys
 
+from checks import check, finish
+
 backstep, srcdir = sys.argv[1], sys.argv[2]
 man = open(os.path.join(srcdir, "man", "backstep.1")).read().replace("\\-", "-")
 completion = os.path.join(srcdir, "completion", "backstep.bash")
-fails = checks = 0
 SUBCOMMANDS = ["run", "pid", "core", "dump", "check", "validate", "report", "record"]
 
 
-def check(cond, what):
-    global fails, checks
-    checks += 1
-    if not cond:
-        fails += 1
-        print("FAIL: " + what)
-    return cond
 
 
 def complete(*words):
@@ -71,5 +65,4 @@ check(str(os.getpid()) in complete("record", "-p", ""), "completion: record -p o
 check("bash" in complete("run", "--", "bas"), "completion: a command after run --")
 check("README.md" in complete("dump", "READ"), "completion: files for dump")
 check("README.md" in complete("run", "--", "prog", "READ"), "completion: files after CMD")
-print(f"docs: {checks - fails} passed, {fails} failed")
-sys.exit(1 if fails else 0)
+finish("docs")

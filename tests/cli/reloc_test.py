@@ -19,18 +19,12 @@ import shutil
 import subprocess
 import sys
 
+from checks import check, finish
+
 backstep, work = sys.argv[1], sys.argv[2]
 os.makedirs(work, exist_ok=True)
-fails = checks = 0
 
 
-def check(cond, what):
-    global fails, checks
-    checks += 1
-    if not cond:
-        fails += 1
-        print("FAIL: " + what)
-    return cond
 
 
 SRC = r"""
@@ -104,5 +98,4 @@ for cc, arch in compilers:
                   f"{what}: --pc {pc:x}: exit {p.returncode}, {p.stdout[:200]!r} {p.stderr!r}")
         print(f"{what}: {len(a)} FDEs as readelf's")
 
-print(f"reloc: {checks - fails} passed, {fails} failed")
-sys.exit(1 if fails else 0)
+finish("reloc")

@@ -1798,6 +1798,21 @@ static void test_shared_files(const char *path)
 	sym_close(ref);
 }
 
+/* A small C++ program with a template, a namespace, an inlined static
+ * function and libstdc++ (test_dwz, test_split). */
+static const char box_cc[] =
+	"#include <cstdlib>\n#include <string>\n#include <vector>\n"
+	"namespace ns {\n"
+	"template <class T> struct Box { T v; __attribute__((noinline)) T get() const; };\n"
+	"template <class T> T Box<T>::get() const { return v + 1; }\n"
+	"static inline int helper(int x) { if (x > 1000) abort(); return x * 2; }\n"
+	"struct Worker { __attribute__((noinline)) int run(int x); };\n"
+	"int Worker::run(int x) { Box<int> b{helper(x)}; return b.get(); }\n"
+	"}\n"
+	"int main(int argc, char **argv) {\n"
+	"  std::vector<std::string> v(argv, argv + argc);\n"
+	"  ns::Worker w; return w.run((int)v.size() + argc) > 3;\n}\n";
+
 /* dwz: two programs' DWARF with what they share moved to a supplementary
  * file (.gnu_debugaltlink; DW_FORM_GNU_strp_alt and DW_FORM_GNU_ref_alt
  * into it). Every address of the program names what it named before dwz,
@@ -1805,19 +1820,7 @@ static void test_shared_files(const char *path)
  * lookups still work and no name is libdwarf's placeholder. */
 static void test_dwz(void)
 {
-	write_file("dwz.cc",
-		   "#include <cstdlib>\n#include <string>\n#include <vector>\n"
-		   "namespace ns {\n"
-		   "template <class T> struct Box { T v; __attribute__((noinline)) T get() const;"
-		   " };\n"
-		   "template <class T> T Box<T>::get() const { return v + 1; }\n"
-		   "static inline int helper(int x) { if (x > 1000) abort(); return x * 2; }\n"
-		   "struct Worker { __attribute__((noinline)) int run(int x); };\n"
-		   "int Worker::run(int x) { Box<int> b{helper(x)}; return b.get(); }\n"
-		   "}\n"
-		   "int main(int argc, char **argv) {\n"
-		   "  std::vector<std::string> v(argv, argv + argc);\n"
-		   "  ns::Worker w; return w.run((int)v.size() + argc) > 3;\n}\n");
+	write_file("dwz.cc", box_cc);
 	static char cmd[4096];
 	snprintf(cmd, sizeof(cmd),
 		 "g++ -O2 -g -o dwz1 dwz.cc && g++ -O1 -g -o dwz2 dwz.cc && cp dwz1 dwz1.orig && "
@@ -1943,19 +1946,7 @@ static void split_case(const char *label, const char *ref, const char *exe, cons
  * stale one from another build (not used). */
 static void test_split(void)
 {
-	write_file("split.cc",
-		   "#include <cstdlib>\n#include <string>\n#include <vector>\n"
-		   "namespace ns {\n"
-		   "template <class T> struct Box { T v; __attribute__((noinline)) T get() const;"
-		   " };\n"
-		   "template <class T> T Box<T>::get() const { return v + 1; }\n"
-		   "static inline int helper(int x) { if (x > 1000) abort(); return x * 2; }\n"
-		   "struct Worker { __attribute__((noinline)) int run(int x); };\n"
-		   "int Worker::run(int x) { Box<int> b{helper(x)}; return b.get(); }\n"
-		   "}\n"
-		   "int main(int argc, char **argv) {\n"
-		   "  std::vector<std::string> v(argv, argv + argc);\n"
-		   "  ns::Worker w; return w.run((int)v.size() + argc) > 3;\n}\n");
+	write_file("split.cc", box_cc);
 	/* Compiled from the same directory and source name as the plain
 	 * builds (so file names match), each .dwo named after its object:
 	 * DW_AT_dwo_name "s5/split.dwo" under DW_AT_comp_dir. */
