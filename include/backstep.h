@@ -400,6 +400,13 @@ struct bk_symbol {
  * not AS-safe; calls on one space must not overlap. */
 BK_API int bk_space_symbolize(struct bk_space *space, uint64_t addr, struct bk_symbol *out,
 			      int max);
+/* Name code that no file holds (JIT code) from the perf map at PATH: lines
+ * "START SIZE NAME" in hex, as /tmp/perf-PID.map is written by node
+ * --perf-basic-prof, the JVM's perf agents, CPython 3.12's -X perf and
+ * others; where ranges overlap, the line written last wins. Read now;
+ * bk_space_symbolize then answers from it for addresses outside every
+ * module. PATH NULL drops it. 0, BK_E_IO (cannot read it), BK_E_NOMEM. Cold. */
+BK_API int bk_space_set_perf_map(struct bk_space *space, const char *path);
 /* Keep what bk_space_symbolize answers in directory DIR (it must exist),
  * one file per build-id, and answer from there first: a later process
  * naming the same addresses of the same files reads no symbol table or

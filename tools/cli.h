@@ -46,6 +46,8 @@ struct cli_stack_opts {
 	const struct bk_signal_info *signal;
 	bool follow;     /* run -f: children too */
 	const char *sysroot; /* core --sysroot DIR: the core's files under DIR first */
+	const char *perf_map; /* --perf-map FILE: JIT code's names */
+	int map_pid;     /* else /tmp/perf-MAP_PID.map when it is there (pid, run) */
 };
 /* Exit status (README, "Exit status"): 0 success; 1 the subject had
  * problems (a walk ended early, a check found errors); 2 bad usage or

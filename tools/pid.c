@@ -14,7 +14,7 @@
 #include "out.h"
 
 #define PID_USAGE "backstep pid [-r|--regs] [-n|--no-symbols] [--no-cache] [--no-debuginfod] " \
-		  "[--json] PID"
+		  "[--json] [--perf-map FILE] PID"
 
 int cmd_pid(int argc, char **argv)
 {
@@ -69,6 +69,7 @@ int cmd_pid(int argc, char **argv)
 	}
 	cli_print_problems(t);
 	o.pid = (int)pid;
+	o.map_pid = (int)pid;
 	int status = cli_print_threads(t, &o);
 	bk_target_close(t);
 	if (cli_interrupted) {

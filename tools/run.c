@@ -41,7 +41,7 @@
 #define MAX_TIDS 65536
 
 #define RUN_USAGE "backstep run [-f|--follow] [-r|--regs] [-n|--no-symbols] [--no-cache] " \
-		  "[--no-debuginfod] [--json] -- CMD [ARGS...]"
+		  "[--no-debuginfod] [--json] [--perf-map FILE] -- CMD [ARGS...]"
 
 static int tids[MAX_TIDS], tgids[MAX_TIDS]; /* a traced thread, its process */
 static size_t ntids;
@@ -141,6 +141,7 @@ static void dump_all(int pid, int culprit, int sig, const struct cli_stack_opts 
 	}
 	struct cli_stack_opts with = *o;
 	with.signal = &info;
+	with.map_pid = pid;
 	o = &with;
 	struct bk_target *t;
 	int err = uw_target_adopt(pid, own, nown, &t);

@@ -21,6 +21,7 @@
  * thread, time, event and its frame keys). When no thread can be made,
  * the reader names and prints each message itself as it makes it. */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,7 @@ struct msg_name {
 	uint64_t module_off;
 	const char *path;          /* the file to name it by (reader's arena), or NULL */
 	uint64_t link;             /* the address to look up there */
+	int32_t jit_pid;           /* else: named from /tmp/perf-JIT_PID.map (0: not) */
 };
 
 struct msg_sample {
@@ -140,6 +142,14 @@ struct smp {
 	struct arena_block *arena;
 	const char *event;         /* the last event name, in the arena */
 	bool vdso_tried;           /* the vDSO's image was given to the namer */
+	/* Processes with a perf map (/tmp/perf-PID.map): the reader's list of
+	 * which have one, and the namer's maps (read again when the file grew,
+	 * as a JIT appends to it while record runs). */
+	struct jit_seen { int32_t pid; bool has; } *jit_seen;
+	size_t njit_seen, capjit_seen;
+	struct jit_map { int32_t pid; struct sym_perfmap *map; off_t size; unsigned reloads; }
+		*jit_maps;
+	size_t njit_maps, capjit_maps;
 	struct reason_count reasons[8];
 	uint64_t skipped, lost, reason_other;
 	uint64_t pcs[MAX_FRAMES];
@@ -236,6 +246,10 @@ void smp_free(struct smp *s)
 	free(s->ksyms.text);
 	free(s->ksyms.sym);
 	sym_files_free(s->files); /* after the names printed from it */
+	for (size_t i = 0; i < s->njit_maps; i++)
+		sym_perfmap_close(s->jit_maps[i].map);
+	free(s->jit_maps);
+	free(s->jit_seen);
 	if (s->ring.buf) {
 		pthread_mutex_destroy(&s->ring.lock);
 		pthread_cond_destroy(&s->ring.data);
@@ -493,6 +507,78 @@ static void stop_namer(struct smp *s, bool finish)
 
 /* ---- The namer ------------------------------------------------------------- */
 
+#define MAX_JIT_RELOADS 64 /* per process: a growing map read again at most so often */
+
+static const char *perf_map_path(int32_t pid, char *buf, size_t len)
+{
+	snprintf(buf, len, "/tmp/perf-%d.map", (int)pid);
+	return buf;
+}
+
+/* Whether process PID has a perf map (the reader's side; asked once). */
+static bool has_perf_map(struct smp *s, int32_t pid)
+{
+	for (size_t i = 0; i < s->njit_seen; i++)
+		if (s->jit_seen[i].pid == pid)
+			return s->jit_seen[i].has;
+	char path[64];
+	struct stat st;
+	bool has = stat(perf_map_path(pid, path, sizeof(path)), &st) == 0 && S_ISREG(st.st_mode);
+	struct jit_seen *v = base_grow(s->jit_seen, &s->capjit_seen, s->njit_seen + 1,
+				       sizeof(*v), 16);
+	if (v) {
+		s->jit_seen = v;
+		v[s->njit_seen++] = (struct jit_seen){ pid, has };
+	}
+	return has;
+}
+
+/* JIT code of process PID named from its perf map (the namer's side). */
+static int jit_symbol(struct smp *s, int32_t pid, uint64_t pc, struct bk_symbol *out)
+{
+	struct jit_map *j = NULL;
+	for (size_t i = 0; i < s->njit_maps && !j; i++)
+		if (s->jit_maps[i].pid == pid)
+			j = &s->jit_maps[i];
+	if (!j) {
+		struct jit_map *v = base_grow(s->jit_maps, &s->capjit_maps, s->njit_maps + 1,
+					      sizeof(*v), 16);
+		if (!v)
+			return 0;
+		s->jit_maps = v;
+		j = &v[s->njit_maps++];
+		*j = (struct jit_map){ .pid = pid, .size = -1 };
+	}
+	if (j->map && sym_perfmap_lookup(j->map, pc, out))
+		return 1;
+	/* Not there (yet): read the map again if it grew. Names handed out
+	 * before point into the old map's text: it is kept, not freed. */
+	char path[64];
+	struct stat st;
+	if (j->reloads >= MAX_JIT_RELOADS || stat(perf_map_path(pid, path, sizeof(path)), &st) != 0 ||
+	    st.st_size == j->size)
+		return 0;
+	struct sym_perfmap *m = NULL;
+	if (sym_perfmap_open(path, &m) != 0)
+		return 0;
+	j->reloads++;
+	j->size = st.st_size;
+	if (j->map) { /* still named from: park it with a dead pid */
+		struct jit_map *v = base_grow(s->jit_maps, &s->capjit_maps, s->njit_maps + 1,
+					      sizeof(*v), 16);
+		if (!v) {
+			sym_perfmap_close(m);
+			return 0;
+		}
+		ptrdiff_t at = j - s->jit_maps;
+		s->jit_maps = v;
+		j = &v[at];
+		v[s->njit_maps++] = (struct jit_map){ .pid = -1, .map = j->map };
+	}
+	j->map = m;
+	return sym_perfmap_lookup(m, pc, out);
+}
+
 static void name_frame(struct smp *s, const struct msg_name *m)
 {
 	struct named *nn = base_grow(s->named, &s->capnamed, s->nnamed + 1, sizeof(*nn), 4096);
@@ -511,6 +597,8 @@ static void name_frame(struct smp *s, const struct msg_name *m)
 	else if (m->path) {
 		struct sym_file *f = sym_files_get(s->files, m->path);
 		nsym = f ? sym_describe(f, m->link, syms, MAX_INLINE) : 0;
+	} else if (m->jit_pid) {
+		nsym = jit_symbol(s, m->jit_pid, m->tag ? m->pc : m->pc - 1, &syms[0]);
 	}
 	/* The strings are the file's or the kernel table's: they live as
 	 * long as this. */
@@ -583,7 +671,8 @@ static bool tab_grow(struct smp *s)
 /* The key of the frame at PC reached as TAG in the process of walk W
  * (kernel frames: W NULL), told to the namer when new; 0 when memory ran
  * out. */
-static uint32_t frame_key(struct smp *s, const struct prof_walk *w, uint64_t pc, uint8_t tag)
+static uint32_t frame_key(struct smp *s, const struct prof_walk *w, int32_t pid, uint64_t pc,
+			  uint8_t tag)
 {
 	uint64_t map = w ? w->map : 0;
 	if ((s->nids + 1) * 2 > s->tabcap && !tab_grow(s))
@@ -620,10 +709,21 @@ static uint32_t frame_key(struct smp *s, const struct prof_walk *w, uint64_t pc,
 				if (prof_stacks_image(s->ps, "[vdso]", &bytes, &len))
 					sym_files_add_image(s->files, "[vdso]", bytes, len, mi.bias);
 			}
-			if (m->module && m->module[0]) {
+			if (m->module && m->module[0] && m->module[0] != '[') {
+				m->path = m->module;
+				m->link = lookup - (uint64_t)mi.bias;
+			} else if (m->module && !strcmp(m->module, "[vdso]")) {
 				m->path = m->module;
 				m->link = lookup - (uint64_t)mi.bias;
 			}
+		}
+		/* Code no file holds: JIT code, named by the process's perf
+		 * map as perf script names it. */
+		if (!m->path && pid > 0 && has_perf_map(s, pid)) {
+			char path[64];
+			m->module = arena_str(&s->arena, perf_map_path(pid, path, sizeof(path)));
+			m->module_off = pc;
+			m->jit_pid = pid;
 		}
 	}
 	commit(s, sizeof(struct msg_name));
@@ -648,7 +748,7 @@ static int kernel_frames(struct smp *s, const struct prof_sample *smp, uint32_t 
 		}
 		if (!in_kernel)
 			continue;
-		if (!(k[n++] = frame_key(s, NULL, ip, TAG_KERNEL)))
+		if (!(k[n++] = frame_key(s, NULL, 0, ip, TAG_KERNEL)))
 			return -1;
 	}
 	return (int)n;
@@ -699,7 +799,7 @@ static int sample(struct smp *s, struct prof_reader *r, const struct prof_record
 	for (int k = 0; k < n; k++) {
 		uint8_t tag = k == 0 ? TAG_FIRST | TAG_INTERRUPTED
 				     : s->interrupted[k] ? TAG_INTERRUPTED : TAG_RETURN;
-		if (!(s->keys[nf++] = frame_key(s, &w, s->pcs[k], tag)))
+		if (!(s->keys[nf++] = frame_key(s, &w, rec->pid, s->pcs[k], tag)))
 			return BK_E_NOMEM;
 	}
 	const struct prof_attr *attr = rec->attr >= 0 ? prof_attr_at(r, (size_t)rec->attr) : NULL;

@@ -185,6 +185,35 @@ static void use_symbol_cache(struct bk_space *space)
 		bk_space_set_symbol_cache(space, dir);
 }
 
+/* JIT code's names (bk_space_set_perf_map): --perf-map FILE, else the
+ * process's /tmp/perf-PID.map when there is one that it (or root) owns, as
+ * perf takes it. */
+static void use_perf_map(struct bk_space *space, const struct cli_stack_opts *o)
+{
+	char path[64];
+	const char *file = o->perf_map;
+	if (!file && o->map_pid > 0) {
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", o->map_pid);
+		char status[64];
+		snprintf(status, sizeof(status), "/proc/%d", o->map_pid);
+		struct stat map, proc;
+		if (stat(path, &map) != 0 || !S_ISREG(map.st_mode))
+			return;
+		if (map.st_uid != 0 && (stat(status, &proc) != 0 || proc.st_uid != map.st_uid)) {
+			fprintf(stderr, "backstep: warning: %s: not owned by the process's user; "
+					"not used\n", path);
+			return;
+		}
+		file = path;
+	}
+	if (!file)
+		return;
+	int err = bk_space_set_perf_map(space, file);
+	if (err)
+		fprintf(stderr, "backstep: warning: %s: %s; JIT code is not named\n", file,
+			err == BK_E_IO ? "cannot read it" : bk_strerror(err));
+}
+
 /* "backstep: warning: thread TID (NAME): ..." when W's walk ended early:
  * which thread, after how many frames, and why. */
 static void walk_ended_line(const struct walk *w)
@@ -243,6 +272,8 @@ int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
 	}
 	if (!o->no_symbols && !o->no_cache)
 		use_symbol_cache(space);
+	if (!o->no_symbols)
+		use_perf_map(space, o);
 
 	/* The thread that received the signal ending the process, first. */
 	struct bk_signal_info sig;
@@ -313,6 +344,7 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 		{ "no-cache", no_argument, NULL, 'C' },
 		{ "no-debuginfod", no_argument, NULL, 'D' },
 		{ "sysroot", required_argument, NULL, 'S' },
+		{ "perf-map", required_argument, NULL, 'P' },
 		{ "follow", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -337,6 +369,7 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 			o->follow = true;
 			break;
 		case 'D': ldr_debuginfod_off(); break;
+		case 'P': o->perf_map = optarg; break;
 		case 'S':
 			if (!strstr(usage, "--sysroot")) { /* core's alone */
 				fprintf(stderr, "backstep: --sysroot: only core reads a sysroot\n");

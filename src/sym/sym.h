@@ -383,6 +383,25 @@ BK_HIDDEN int sym_dwarf_open(struct sym_file *f, const char *path, const char *m
  * fill F->cus and F->cu_ranges. Idempotent; 0 or BK_E_NOMEM (then nothing
  * is kept and a later call tries again). */
 BK_HIDDEN int sym_dwarf_ready(struct sym_file *f);
+/* ---- perf maps (sym_perfmap.c): JIT code names, /tmp/perf-PID.map ---- */
+
+#define SYM_PERFMAP_MAX_BYTES (256u << 20)
+#define SYM_PERFMAP_MAX_ENTRIES (16u << 20)
+#define SYM_PERFMAP_MAX_SCAN 4096
+
+struct sym_perfmap;
+/* Read the perf map at PATH (a regular file): 0, BK_E_IO, BK_E_NOMEM. */
+BK_HIDDEN int sym_perfmap_open(const char *path, struct sym_perfmap **out);
+/* The same over TEXT (LEN bytes, TEXT[LEN] == 0; taken over, freed with
+ * the map, written to). */
+BK_HIDDEN int sym_perfmap_parse(char *text, size_t len, struct sym_perfmap **out);
+/* The name of the code at runtime address ADDR: 1 with OUT (function and
+ * offset; the string lives as long as M), or 0. */
+BK_HIDDEN int sym_perfmap_lookup(const struct sym_perfmap *m, uint64_t addr, struct bk_symbol *out);
+/* Lines skipped (unreadable, or past the bounds). */
+BK_HIDDEN size_t sym_perfmap_skipped(const struct sym_perfmap *m);
+BK_HIDDEN void sym_perfmap_close(struct sym_perfmap *m);
+
 /* ---- Split DWARF (sym_split.c) ---- */
 
 #define SYM_MAX_SPLIT_FILES 4096 /* .dwo / .dwp files tried per file */

@@ -32,6 +32,7 @@ struct sym_state {
 	size_t n, cap;
 	struct sym_files *files;
 	char *cache_dir;       /* bk_space_set_symbol_cache; NULL: no memo */
+	struct sym_perfmap *perfmap; /* bk_space_set_perf_map: JIT code's names */
 };
 
 static void state_free(void *p)
@@ -45,6 +46,7 @@ static void state_free(void *p)
 	base_free(st->e);
 	sym_files_free(st->files);
 	base_free(st->cache_dir);
+	sym_perfmap_close(st->perfmap);
 	base_free(st);
 }
 
@@ -75,6 +77,31 @@ int bk_space_set_symbol_cache(struct bk_space *s, const char *dir)
 	base_free(st->cache_dir);
 	st->cache_dir = copy;
 	return 0;
+}
+
+int bk_space_set_perf_map(struct bk_space *s, const char *path)
+{
+	if (!s)
+		return BK_E_INVAL;
+	struct sym_state *st = state_of(s);
+	if (!st)
+		return BK_E_NOMEM;
+	struct sym_perfmap *m = NULL;
+	if (path) {
+		int err = sym_perfmap_open(path, &m);
+		if (err)
+			return err;
+	}
+	sym_perfmap_close(st->perfmap);
+	st->perfmap = m;
+	return 0;
+}
+
+/* Code outside every file (JIT code): its name from the perf map, if any. */
+static int jit_name(struct bk_space *s, uint64_t addr, struct bk_symbol *out)
+{
+	struct sym_state *st = s->sym_state;
+	return st ? sym_perfmap_lookup(st->perfmap, addr, out) : 0;
 }
 
 static struct sym_entry *entry_for(struct bk_space *s, const char *path, int64_t bias)
@@ -160,7 +187,7 @@ int bk_space_symbolize(struct bk_space *s, uint64_t addr, struct bk_symbol *out,
 	const struct uw_module *m = s->local ? uw_local_find(s, addr, &tmp, &tmp_table, &tag)
 					     : uw_space_find(s, addr);
 	if (!m)
-		return 0;
+		return jit_name(s, addr, out);
 	/* The file the module's tables were read from: for a deleted file of
 	 * a live process that is /proc/PID/map_files/..., still readable. A
 	 * module of another process without one was known by name only: its
@@ -191,7 +218,7 @@ int bk_space_symbolize(struct bk_space *s, uint64_t addr, struct bk_symbol *out,
 	 * its section headers; a library's image has its dynamic segment). */
 	bool from_memory = !s->local && m->elf && !m->elf->ldr->path;
 	if (!path[0] || (path[0] == '[' && !from_memory))
-		return 0; /* anonymous code: no file */
+		return jit_name(s, addr, out); /* anonymous code: no file */
 	struct sym_entry *e = entry_for(s, path, bias);
 	if (!e)
 		return 0;

@@ -1798,6 +1798,74 @@ static void test_shared_files(const char *path)
 	sym_close(ref);
 }
 
+/* perf maps: lines that parse and lines that do not, hex with and without
+ * 0x, blanks, CRLF, a cut last line, overlapping ranges (the last written
+ * wins), the edges of a range. */
+static void test_perfmap(void)
+{
+	static const char text[] =
+		"1000 100 JS:*first a.js:1:1\n"
+		"0x2000 0x10 JS:~second b.js:2:2\r\n"
+		"3000  20\tname with  spaces\n"
+		"garbage line\n"
+		"4000 0 zero size\n"
+		"ffffffffffffff00 200 wraps\n"
+		"5000 100\n"                  /* no name */
+		"12345678901234567 10 too long\n"
+		"1080 10 reused inside first\n"
+		"\n"
+		"6000 10 last";               /* cut: no newline */
+	size_t len = sizeof(text) - 1;
+	char *copy = malloc(len + 1);
+	memcpy(copy, text, len + 1);
+	struct sym_perfmap *m = NULL;
+	CHECK_INT(sym_perfmap_parse(copy, len, &m), 0, "perf map: parse");
+	if (!m)
+		return;
+	static const struct { uint64_t addr; const char *name; uint64_t off; } want[] = {
+		{ 0xfff, NULL, 0 }, { 0x1000, "JS:*first a.js:1:1", 0 },
+		{ 0x107f, "JS:*first a.js:1:1", 0x7f }, { 0x1080, "reused inside first", 0 },
+		{ 0x108f, "reused inside first", 0xf }, { 0x1090, "JS:*first a.js:1:1", 0x90 },
+		{ 0x10ff, "JS:*first a.js:1:1", 0xff }, { 0x1100, NULL, 0 },
+		{ 0x2008, "JS:~second b.js:2:2", 8 }, { 0x2010, NULL, 0 },
+		{ 0x3004, "name with  spaces", 4 }, { 0x4000, NULL, 0 }, { 0x5000, NULL, 0 },
+		{ 0xffffffffffffff80ull, NULL, 0 }, { 0x6000, "last", 0 },
+	};
+	for (size_t i = 0; i < BK_ARRAY_LEN(want); i++) {
+		struct bk_symbol sym = { 0 };
+		int n = sym_perfmap_lookup(m, want[i].addr, &sym);
+		if (!want[i].name) {
+			CHECK(n == 0, "perf map: %#llx is in no range, got %s",
+			      (unsigned long long)want[i].addr, n ? sym.function : "-");
+			continue;
+		}
+		CHECK(n == 1 && sym.function && !strcmp(sym.function, want[i].name) &&
+		      sym.offset == want[i].off, "perf map: %#llx is %s+%#llx, got %s+%#llx",
+		      (unsigned long long)want[i].addr, want[i].name,
+		      (unsigned long long)want[i].off, n ? sym.function : "-",
+		      (unsigned long long)sym.offset);
+	}
+	/* Skipped: garbage, zero size, wraps, no name, too long. The cut last
+	 * line is whole in text given to sym_perfmap_parse. */
+	CHECK_INT((int)sym_perfmap_skipped(m), 5, "perf map: lines skipped");
+	sym_perfmap_close(m);
+
+	/* From a file: its last line, cut by a writer, is not taken. */
+	write_file("perf.map", "7000 10 whole\n8000 10 cut");
+	CHECK_INT(sym_perfmap_open(tpath("perf.map"), &m), 0, "perf map: open");
+	struct bk_symbol sym;
+	CHECK(m && sym_perfmap_lookup(m, 0x7004, &sym) == 1 && sym_perfmap_lookup(m, 0x8004, &sym) == 0,
+	      "perf map file: the whole line taken, the cut one not");
+	sym_perfmap_close(m);
+	CHECK_INT(sym_perfmap_open(tpath("no-such.map"), &m), BK_E_IO, "perf map: missing file");
+	CHECK_INT(sym_perfmap_open(tmp, &m), BK_E_IO, "perf map: a directory");
+	copy = malloc(1);
+	copy[0] = 0;
+	CHECK(sym_perfmap_parse(copy, 0, &m) == 0 && sym_perfmap_lookup(m, 0, &sym) == 0,
+	      "perf map: empty");
+	sym_perfmap_close(m);
+}
+
 /* A small C++ program with a template, a namespace, an inlined static
  * function and libstdc++ (test_dwz, test_split). */
 static const char box_cc[] =
@@ -2343,6 +2411,7 @@ int main(int argc, char **argv)
 	test_minidebuginfo();
 	test_dwz();
 	test_split();
+	test_perfmap();
 	test_qualified();
 	test_memory_image();
 	if (have_gcc5) {
