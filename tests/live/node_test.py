@@ -66,8 +66,9 @@ def main():
     for tool in (eu, node):
         if not shutil.which(tool):
             raise SystemExit(f"FAIL: {tool} is missing (scripts/setup.sh installs it)")
+    # (in /tmp: V8 may leave isolate-*.log files in its working directory)
     proc = subprocess.Popen([node, "--perf-basic-prof", "--interpreted-frames-native-stack",
-                             script], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                             script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd="/tmp")
     mapfile = f"/tmp/perf-{proc.pid}.map"
     try:
         line = proc.stdout.readline()

@@ -62,7 +62,7 @@ def main():
     data = os.path.join(work, "jit.data")
     p = subprocess.run([perf, "record", "-q", "-e", "cpu-clock", "-F", "999", "--call-graph",
                         "dwarf", "-o", data, node, "--perf-basic-prof", script],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, cwd=work)
     if p.returncode or not os.path.exists(data):
         raise SystemExit(f"FAIL: perf record: exit {p.returncode}: {p.stderr[-500:]}")
     theirs = samples(subprocess.run([perf, "script", "-i", data], capture_output=True,
