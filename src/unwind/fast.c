@@ -287,6 +287,10 @@ struct walk_mod {
 	const struct uw_module *m;      /* of a space with a module array */
 	struct tgt_local_object obj;    /* of a local space, unless perm */
 	bool perm;                      /* a permanent module: obj not filled */
+	bool claimed;                   /* a user stepper's range meets it: each
+					   PC is checked (uw_steppers_claim) */
+	struct uw_reg *reg;             /* registered code (not cached), */
+	uint64_t reg_serial;            /* while it is this registration */
 };
 struct walk_mods {
 	unsigned n, next;
@@ -330,7 +334,23 @@ static const struct walk_mod *walk_module(struct bk_space *s, struct walk_mods *
 			return &w->m[i];
 	struct walk_mod *wm = &w->m[w->next];
 	wm->m = NULL;
+	wm->reg = NULL;
 	unsigned id = 0;
+	struct uw_pin pin;
+	uint64_t tag;
+	const struct uw_module *rm = uw_reg_find(s, pc, &tag, &pin);
+	if (rm) {
+		/* Registered code: its rules are decided at each use (the
+		 * registration may go; its serial is checked then). */
+		wm->reg = pin.r;
+		wm->reg_serial = atomic_load_explicit(&pin.r->serial, memory_order_relaxed);
+		wm->start = rm->start;
+		wm->len = rm->end - rm->start;
+		wm->keyhi = NOKEY;
+		wm->perm = false;
+		uw_unpin(&pin);
+		goto found;
+	}
 	if (s->local) {
 		uint32_t st = atomic_load_explicit(&s->perm_state, memory_order_acquire);
 		if (st == 0) {
@@ -372,6 +392,7 @@ static const struct walk_mod *walk_module(struct bk_space *s, struct walk_mods *
 		id = 0; /* offsets would not fit the key */
 	wm->keyhi = id ? (uint64_t)id << 32 : NOKEY;
 found:
+	wm->claimed = uw_steppers_claim(s, wm->start, wm->len);
 	w->next = (w->next + 1) % WALK_MODS;
 	if (w->n < WALK_MODS)
 		w->n++;
@@ -396,6 +417,14 @@ __attribute__((noinline)) static uint32_t walk_rule(struct bk_space *s,
 	const struct uw_module *m = wm->m;
 	struct uw_module tmp;
 	struct cfi_table tmp_table;
+	if (wm->reg) {
+		struct uw_pin pin;
+		if (!uw_reg_pin(wm->reg, wm->reg_serial, &pin))
+			return R_POOL; /* gone meanwhile: the cursor decides */
+		uint32_t rule = decide_rule(s, &wm->reg->mod, pc, lookup);
+		uw_unpin(&pin);
+		return rule;
+	}
 	if (s->local) {
 		struct tgt_local_object obj = wm->obj;
 		uint64_t tag;
@@ -599,6 +628,8 @@ static int step_any(struct walk_ctx *w, struct walk_regs *r, uint64_t back, uint
 	*signal = false;
 	uint64_t lookup = r->pc - back;
 	const struct walk_mod *wm = walk_module(w->s, &w->mods, lookup);
+	if ((!wm || wm->claimed) && uw_steppers_claim(w->s, lookup, 1))
+		return -1; /* a user stepper may want it: the cursor's walk */
 	uint32_t rule = walk_rule(w->s, wm, r->pc, lookup);
 	struct uw_xrule x;
 	switch (rule & 3) {
@@ -725,8 +756,12 @@ static inline __attribute__((always_inline)) int walk_loop(struct walk_ctx *w,
 			if (pc == 0)
 				break; /* PC 0 (the lookup wraps, so it is never in a module) */
 			const struct walk_mod *wm = walk_module(s, &w->mods, lookup);
+			/* A user stepper's range: hand over; near one, every PC
+			 * is checked (m_len 0 brings each frame back here). */
+			if ((!wm || wm->claimed) && uw_steppers_claim(s, lookup, 1))
+				return -1;
 			m_start = wm ? wm->start : lookup;
-			m_len = wm ? wm->len : 0;
+			m_len = wm && !wm->claimed ? wm->len : 0;
 			keyhi = wm ? wm->keyhi : NOKEY;
 			off = lookup - m_start;
 		}

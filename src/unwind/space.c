@@ -57,6 +57,8 @@ void bk_space_destroy(struct bk_space *s)
 	base_free((void *)s->memo);
 	base_free(s->local);
 	base_free(s->owned_ctx);
+	uw_steppers_destroy(s);
+	uw_reg_destroy(s);
 	if (s->sym_state_free)
 		s->sym_state_free(s->sym_state);
 	base_free(s);
@@ -179,6 +181,43 @@ int bk_space_add_module(struct bk_space *s, const struct bk_module_desc *d)
 	if (d->path && d->path[0])
 		bk_elf_open(d->path, &elf); /* a module without a file still has a name */
 	return uw_space_add(s, d->start, d->end, d->base, d->path, elf);
+}
+
+int bk_space_add_module_image(struct bk_space *s, const struct bk_module_image *d)
+{
+	if (!s || !d || d->size < sizeof(*d) || !d->image || d->end <= d->start)
+		return BK_E_INVAL;
+	struct bk_elf *elf;
+	int err = bk_elf_open_memory(d->image, d->len, &elf);
+	if (err)
+		return err;
+	if (bk_elf_arch(elf) != s->arch->arch) {
+		bk_elf_close(elf);
+		return BK_E_UNSUPPORTED;
+	}
+	/* A local space finds its modules through the dynamic linker, and
+	 * walks run while modules come and go: registered code. */
+	if (s->local)
+		return uw_reg_add_image(s, elf, d->start, d->end, d->base, d->name);
+	return uw_space_add(s, d->start, d->end, d->base, d->name, elf);
+}
+
+int bk_space_remove_module_image(struct bk_space *s, uint64_t start)
+{
+	if (!s)
+		return BK_E_INVAL;
+	if (s->local)
+		return uw_reg_remove_image(s, start);
+	for (size_t i = 0; i < s->nmods; i++) {
+		if (s->mods[i].start != start)
+			continue;
+		module_free(&s->mods[i]);
+		memmove(&s->mods[i], &s->mods[i + 1], (s->nmods - i - 1) * sizeof(s->mods[0]));
+		s->nmods--;
+		uw_space_forget_rows(s);
+		return 0;
+	}
+	return BK_E_NOT_FOUND;
 }
 
 const struct uw_module *uw_space_find(const struct bk_space *s, uint64_t pc)
