@@ -233,7 +233,7 @@ static bool is_sigtramp_frame(struct bk_space *s, uint64_t pc)
 		struct uw_module tmp;
 		struct cfi_table tmp_table;
 		uint64_t tag;
-		struct uw_pin pin = { NULL };
+		struct uw_pin pin = { NULL, 0 };
 		const struct uw_module *m = uw_reg_find(s, lookup, &tag, &pin);
 		if (!m)
 			m = s->local ? uw_local_find(s, lookup, &tmp, &tmp_table, &tag)
@@ -705,7 +705,7 @@ static bool plausible_ra(struct bk_space *s, uint64_t ra)
 {
 	if (ra == 0)
 		return false;
-	struct uw_pin pin = { NULL };
+	struct uw_pin pin = { NULL, 0 };
 	uint64_t rtag;
 	if (uw_reg_find(s, ra - 1, &rtag, &pin)) {
 		uw_unpin(&pin);

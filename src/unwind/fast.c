@@ -343,7 +343,7 @@ static const struct walk_mod *walk_module(struct bk_space *s, struct walk_mods *
 		/* Registered code: its rules are decided at each use (the
 		 * registration may go; its serial is checked then). */
 		wm->reg = pin.r;
-		wm->reg_serial = atomic_load_explicit(&pin.r->serial, memory_order_relaxed);
+		wm->reg_serial = pin.serial; /* the one validated: it may be gone by now */
 		wm->start = rm->start;
 		wm->len = rm->end - rm->start;
 		wm->keyhi = NOKEY;

@@ -33,12 +33,16 @@
 bool uw_reg_pin(struct uw_reg *r, uint64_t serial, struct uw_pin *pin)
 {
 	/* Dekker with removal, which clears the serial, then reads users. */
+	pin->r = NULL;
+	if (!serial)
+		return false;
 	atomic_fetch_add(&r->users, 1);
 	if (atomic_load(&r->serial) != serial) {
 		atomic_fetch_sub(&r->users, 1);
 		return false;
 	}
 	pin->r = r;
+	pin->serial = serial;
 	return true;
 }
 

@@ -264,13 +264,15 @@ struct uw_registry {
 /* A registration a walk uses: pinned until uw_unpin. */
 struct uw_pin {
 	struct uw_reg *r;
+	uint64_t serial;               /* the registration pinned */
 };
 /* The registration of S covering lookup PC, pinned (*PIN), its module and
  * *TAG (for the row cache: never that of another registration); NULL when
  * none. AS-safe, lock-free. */
 BK_HIDDEN const struct uw_module *uw_reg_find(struct bk_space *s, uint64_t pc, uint64_t *tag,
 					      struct uw_pin *pin);
-/* Pin R again if it is still registration SERIAL. AS-safe. */
+/* Pin R again if it is still registration SERIAL (never 0: a slot being
+ * retired has serial 0). AS-safe. */
 BK_HIDDEN bool uw_reg_pin(struct uw_reg *r, uint64_t serial, struct uw_pin *pin);
 static inline void uw_unpin(struct uw_pin *pin)
 {
