@@ -110,6 +110,8 @@ static const uint8_t cfa_j3[] = { 0x42, 0x0e, 16, 0x8c, 2, 0x42, 0x0e, 24, 0x8d,
 
 /* An FDE at OFF of SEC for [FN, FN + LEN) with INSNS, pointers pcrel
  * sdata4 or (ABS) 8-byte absolute; returns the next offset. */
+static uint64_t sec_addr_of(const uint8_t *sec);
+
 static size_t put_fde(uint8_t *sec, size_t off, bool abs, uint64_t fn, uint32_t len,
 		      const uint8_t *insns, size_t n)
 {
@@ -125,7 +127,7 @@ static size_t put_fde(uint8_t *sec, size_t off, bool abs, uint64_t fn, uint32_t 
 		memcpy(sec + off + 8, &fn, 8);
 		memcpy(sec + off + 16, &range, 8);
 	} else {
-		put_rel32(sec + off + 8, (uint64_t)(uintptr_t)(sec + off + 8), fn); /* pcrel */
+		put_rel32(sec + off + 8, sec_addr_of(sec) + off + 8, fn); /* pcrel */
 		memcpy(sec + off + 12, &len, 4);
 	}
 	sec[off + 8 + 2 * psz] = 0;
@@ -136,20 +138,34 @@ static size_t put_fde(uint8_t *sec, size_t off, bool abs, uint64_t fn, uint32_t 
 
 #define EH_LEN 256
 
-/* The whole section for CODE into SEC: CIE, four FDEs, terminator. */
-static void write_eh(uint8_t *sec, const uint8_t *c, bool abs)
+/* Where the section being written is, for its pcrel pointers: where its
+ * bytes are, unless it is written for an ELF image (link-time addresses). */
+static const uint8_t *image_sec;
+static uint64_t image_sec_addr;
+static uint64_t sec_addr_of(const uint8_t *sec)
+{
+	return sec == image_sec ? image_sec_addr : (uint64_t)(uintptr_t)sec;
+}
+
+/* The whole section for the code at C into SEC: CIE, four FDEs, terminator. */
+static void write_eh_at(uint8_t *sec, uint64_t c, bool abs)
 {
 	memset(sec, 0, EH_LEN);
 	memcpy(sec, cie, sizeof(cie));
 	if (abs)
 		sec[CIE_ENC_AT] = 0x00; /* DW_EH_PE_absptr */
 	size_t off = sizeof(cie);
-	uint64_t base = (uint64_t)(uintptr_t)c;
+	uint64_t base = c;
 	off = put_fde(sec, off, abs, base + J0, J0_LEN, cfa_j0, sizeof(cfa_j0));
 	off = put_fde(sec, off, abs, base + J1, J1_LEN, cfa_j1, sizeof(cfa_j1));
 	off = put_fde(sec, off, abs, base + J2, J2_LEN, cfa_j2, sizeof(cfa_j2));
 	off = put_fde(sec, off, abs, base + J3, J3_LEN, cfa_j3, sizeof(cfa_j3));
 	memset(sec + off, 0, 4); /* the terminator */
+}
+
+static void write_eh(uint8_t *sec, const uint8_t *c, bool abs)
+{
+	write_eh_at(sec, (uint64_t)(uintptr_t)c, abs);
 }
 
 /* ---- Running it -------------------------------------------------------------------- */
@@ -221,11 +237,13 @@ struct cframe {
 static struct cframe cframes[MAXF];
 static int ncframes, cresult;
 
+static struct bk_space *walk_space; /* NULL: bk_space_local() */
+
 static void cursor_walk(void)
 {
 	struct bk_cursor c;
 	ncframes = 0;
-	cresult = bk_cursor_init_local(&c, bk_space_local());
+	cresult = bk_cursor_init_local(&c, walk_space ? walk_space : bk_space_local());
 	if (cresult)
 		return;
 	do {
@@ -394,6 +412,95 @@ static void test_semantics(uint8_t *eh)
 	bk_space_destroy(s); /* still registered: freed with the space */
 }
 
+/* ---- The code as an ELF image in memory ------------------------------------------------
+ *
+ * What a JIT hands a debugger: an ELF object describing its code. Here a
+ * shared object's layout, link-time address = file offset: the code's copy
+ * in .text at 0x200, its .eh_frame (pcrel from 0x300) at 0x300, .shstrtab,
+ * the section headers; one PT_LOAD from 0. Mapped so that 0x200 is the
+ * code's runtime address. */
+enum { IM_TEXT = 0x200, IM_EH = 0x300, IM_STR = 0x400, IM_SH = 0x440, IM_LEN = IM_SH + 4 * 64 };
+
+static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+static void shdr(uint8_t *im, int i, uint32_t name, uint32_t type, uint64_t flags, uint64_t addr,
+		 uint64_t off, uint64_t size)
+{
+	uint8_t *h = im + IM_SH + 64 * i;
+	put32(h, name);
+	put32(h + 4, type);
+	put64(h + 8, flags);
+	put64(h + 16, addr);
+	put64(h + 24, off);
+	put64(h + 32, size);
+	put64(h + 48, 1);
+}
+
+static void write_image(uint8_t *im)
+{
+	memset(im, 0, IM_LEN);
+	memcpy(im, "\177ELF\2\1\1", 7);
+	put16(im + 16, 3);   /* ET_DYN */
+	put16(im + 18, 62);  /* EM_X86_64 */
+	put32(im + 20, 1);
+	put64(im + 32, 64);  /* e_phoff */
+	put64(im + 40, IM_SH);
+	put16(im + 52, 64);
+	put16(im + 54, 56);
+	put16(im + 56, 1);
+	put16(im + 58, 64);
+	put16(im + 60, 4);
+	put16(im + 62, 3);   /* e_shstrndx */
+	uint8_t *ph = im + 64;
+	put32(ph, 1);        /* PT_LOAD */
+	put32(ph + 4, 5);    /* R X */
+	put64(ph + 32, IM_SH);
+	put64(ph + 40, IM_SH);
+	put64(ph + 48, 4096);
+	memcpy(im + IM_TEXT, code, CODE_LEN);
+	image_sec = im + IM_EH;
+	image_sec_addr = IM_EH;
+	write_eh_at(im + IM_EH, IM_TEXT, false);
+	image_sec = NULL;
+	static const char names[] = "\0.text\0.eh_frame\0.shstrtab";
+	memcpy(im + IM_STR, names, sizeof(names));
+	shdr(im, 1, 1, 1, 6, IM_TEXT, IM_TEXT, CODE_LEN);  /* SHF_ALLOC|SHF_EXECINSTR */
+	shdr(im, 2, 7, 1, 2, IM_EH, IM_EH, EH_LEN);        /* SHF_ALLOC */
+	shdr(im, 3, 17, 3, 0, 0, IM_STR, sizeof(names));   /* SHT_STRTAB */
+}
+
+static void test_image(void)
+{
+	static uint8_t im[IM_LEN];
+	write_image(im);
+	struct bk_space *ls;
+	CHECK_INT(bk_space_create_local(&ls), 0, "space");
+	struct bk_module_image m = { sizeof(m), "jit-image", im, IM_LEN, jit(0) - IM_TEXT,
+				     jit(0), jit(CODE_LEN) };
+	static const uint8_t junk[64] = { 1, 2, 3 };
+	struct bk_module_image bad = m;
+	bad.image = junk;
+	bad.len = sizeof(junk);
+	CHECK_INT(bk_space_add_module_image(ls, &bad), BK_E_NOT_ELF, "not an ELF image");
+	CHECK_INT(bk_space_add_module_image(ls, &m), 0, "add the image");
+	CHECK_INT(bk_space_add_module_image(ls, &m), BK_E_INVAL, "the same start twice");
+	walk_space = ls;
+	cb_action = cursor_walk;
+	run_jit(0);
+	check_chain_from_cb("an ELF image on a local space");
+	CHECK_INT(bk_space_remove_module_image(ls, jit(0)), 0, "remove the image");
+	CHECK_INT(bk_space_remove_module_image(ls, jit(0)), BK_E_NOT_FOUND, "removed twice");
+	run_jit(0);
+	int i = cframe_at(jit(RA_J3));
+	CHECK(i < 0 || i + 1 >= ncframes || cframes[i + 1].how != BK_HOW_CFI,
+	      "image removed: J3's caller not made by CFI");
+	walk_space = NULL;
+	cb_action = NULL;
+	bk_space_destroy(ls);
+}
+
 /* ---- Registration while walking ------------------------------------------------------ */
 
 static _Atomic int stop, full_chains;
@@ -524,6 +631,7 @@ int main(void)
 	free(heap_eh);
 	atomic_store(&full_chains, 0);
 
+	test_image();
 	test_race();
 	return check_summary();
 }
