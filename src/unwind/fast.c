@@ -287,8 +287,6 @@ struct walk_mod {
 	const struct uw_module *m;      /* of a space with a module array */
 	struct tgt_local_object obj;    /* of a local space, unless perm */
 	bool perm;                      /* a permanent module: obj not filled */
-	bool claimed;                   /* a user stepper's range meets it: each
-					   PC is checked (uw_steppers_claim) */
 	struct uw_reg *reg;             /* registered code (not cached), */
 	uint64_t reg_serial;            /* while it is this registration */
 };
@@ -327,11 +325,12 @@ static void learn_permanent(struct bk_space *s)
 	atomic_store_explicit(&s->perm_state, 2, memory_order_release);
 }
 
-static const struct walk_mod *walk_module(struct bk_space *s, struct walk_mods *w, uint64_t pc)
+/* A module the walk has not met yet (out of line: the hot loop meets one
+ * per module switch, and usually finds it among those it met). */
+__attribute__((noinline)) static const struct walk_mod *walk_module_new(struct bk_space *s,
+									 struct walk_mods *w,
+									 uint64_t pc)
 {
-	for (unsigned i = 0; i < w->n; i++)
-		if (pc - w->m[i].start < w->m[i].len)
-			return &w->m[i];
 	struct walk_mod *wm = &w->m[w->next];
 	wm->m = NULL;
 	wm->reg = NULL;
@@ -392,11 +391,29 @@ static const struct walk_mod *walk_module(struct bk_space *s, struct walk_mods *
 		id = 0; /* offsets would not fit the key */
 	wm->keyhi = id ? (uint64_t)id << 32 : NOKEY;
 found:
-	wm->claimed = uw_steppers_claim(s, wm->start, wm->len);
+	/* A user stepper's range meets the module: its PCs are checked one by
+	 * one (len 0: neither this list nor the hot loop keeps it), and one a
+	 * stepper may claim is "no module" to the caller, which checks again
+	 * and hands the walk over. Others cost nothing here. */
+	if (uw_steppers_claim(s, wm->start, wm->len)) {
+		if (uw_steppers_claim(s, pc, 1))
+			return NULL;
+		wm->len = 0;
+		return wm; /* not kept: the next new module takes its place */
+	}
 	w->next = (w->next + 1) % WALK_MODS;
 	if (w->n < WALK_MODS)
 		w->n++;
 	return wm;
+}
+
+static inline const struct walk_mod *walk_module(struct bk_space *s, struct walk_mods *w,
+						 uint64_t pc)
+{
+	for (unsigned i = 0; i < w->n; i++)
+		if (pc - w->m[i].start < w->m[i].len)
+			return &w->m[i];
+	return walk_module_new(s, w, pc);
 }
 
 /* The rule for the frame at PC (lookup LOOKUP) in WM (NULL: no module):
@@ -628,7 +645,7 @@ static int step_any(struct walk_ctx *w, struct walk_regs *r, uint64_t back, uint
 	*signal = false;
 	uint64_t lookup = r->pc - back;
 	const struct walk_mod *wm = walk_module(w->s, &w->mods, lookup);
-	if ((!wm || wm->claimed) && uw_steppers_claim(w->s, lookup, 1))
+	if (!wm && uw_steppers_claim(w->s, lookup, 1))
 		return -1; /* a user stepper may want it: the cursor's walk */
 	uint32_t rule = walk_rule(w->s, wm, r->pc, lookup);
 	struct uw_xrule x;
@@ -756,12 +773,13 @@ static inline __attribute__((always_inline)) int walk_loop(struct walk_ctx *w,
 			if (pc == 0)
 				break; /* PC 0 (the lookup wraps, so it is never in a module) */
 			const struct walk_mod *wm = walk_module(s, &w->mods, lookup);
-			/* A user stepper's range: hand over; near one, every PC
-			 * is checked (m_len 0 brings each frame back here). */
-			if ((!wm || wm->claimed) && uw_steppers_claim(s, lookup, 1))
+			/* In a user stepper's range: the cursor's walk (a module
+			 * a range meets has len 0: each of its frames comes
+			 * back here, see walk_module_new). */
+			if (!wm && uw_steppers_claim(s, lookup, 1))
 				return -1;
 			m_start = wm ? wm->start : lookup;
-			m_len = wm && !wm->claimed ? wm->len : 0;
+			m_len = wm ? wm->len : 0;
 			keyhi = wm ? wm->keyhi : NOKEY;
 			off = lookup - m_start;
 		}
