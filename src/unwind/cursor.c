@@ -1,23 +1,30 @@
 /* The cursor: walks a stack one frame at a time with a chain of steppers.
  *
- * For the current frame (registers in slots, see arch.h) a step finds how
- * the caller's registers are recovered, trying in this order:
- *   1. signal frame: the PC is in the sigreturn trampoline (known by the
- *      'S' augmentation of its FDE's CIE, which needs no code bytes, or,
- *      where no FDE covers it, by its code); every register comes from the
- *      saved ucontext, and the interrupted frame is looked up at its PC;
- *   2. CFI: the row in force at the lookup PC (.eh_frame, then .debug_frame
- *      of the file, then of its separate debug file);
- *   3. frame pointer: where no CFI covers the PC, and for an interrupted
- *      frame whose frame pointer leads nowhere plausible, a bounded scan of
- *      the stack for a return address.
+ * For the current frame (registers in slots, see arch.h) a step asks the
+ * chain, in priority order, until a stepper takes the frame (step()):
+ *   1. signal frame (100): the PC is in the sigreturn trampoline (known by
+ *      the 'S' augmentation of its FDE's CIE, which needs no code bytes,
+ *      or, where no FDE covers it, by its code); every register comes
+ *      from the saved ucontext, and the interrupted frame is looked up at
+ *      its PC;
+ *   2. CFI (200): the row in force at the lookup PC (registered code
+ *      first, then the module's .eh_frame, .debug_frame, its separate
+ *      debug file's .debug_frame);
+ *   3. frame pointer (300): no CFI; prologue shapes of an interrupted
+ *      frame, the frame record of one that called;
+ *   4. scan (400): no CFI, an interrupted frame: a bounded scan of the
+ *      stack for a return address;
+ * and the user steppers of the space (stepper.c) at their priorities, for
+ * the lookup PCs of their ranges. Each says "not mine" for a frame it does
+ * not describe; when all do, BK_E_NO_UNWIND.
  * What was decided for a lookup PC is cached (struct uw_crow), so a second
  * walk over the same code reads a few stack slots and nothing else.
  *
- * Invariants: the CFA strictly increases from frame to frame (c->cfa holds
- * the CFA of the frame last stepped out of), except across
- * a signal frame (else BK_E_LOOP); at most BK_MAX_FRAMES frames; every read
- * of target memory goes through the space's read_mem callback and may fail.
+ * Invariants, whatever a stepper (a user's included) returns: the CFA
+ * strictly increases from frame to frame (c->cfa holds the CFA of the frame
+ * last stepped out of), except across a signal frame (else BK_E_LOOP); at
+ * most BK_MAX_FRAMES frames; every read of target memory goes through the
+ * space's read_mem callback and may fail.
  * Registers saved in memory are read when first needed, not at each step
  * (c->lazy): a walk that only wants PCs reads the return address and the
  * few slots later CFA rules use, not every callee-saved register of every
