@@ -46,8 +46,8 @@ bool uw_reg_pin(struct uw_reg *r, uint64_t serial, struct uw_pin *pin)
 	return true;
 }
 
-const struct uw_module *uw_reg_find(struct bk_space *s, uint64_t pc, uint64_t *tag,
-				    struct uw_pin *pin)
+const struct uw_module *uw_reg_find_slow(struct bk_space *s, uint64_t pc, uint64_t *tag,
+					 struct uw_pin *pin)
 {
 	pin->r = NULL;
 	struct uw_registry *g = atomic_load_explicit(&s->registry, memory_order_acquire);

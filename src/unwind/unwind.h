@@ -269,8 +269,10 @@ struct uw_pin {
 /* The registration of S covering lookup PC, pinned (*PIN), its module and
  * *TAG (for the row cache: never that of another registration); NULL when
  * none. AS-safe, lock-free. */
-BK_HIDDEN const struct uw_module *uw_reg_find(struct bk_space *s, uint64_t pc, uint64_t *tag,
-					      struct uw_pin *pin);
+static inline const struct uw_module *uw_reg_find(struct bk_space *s, uint64_t pc,
+						  uint64_t *tag, struct uw_pin *pin);
+BK_HIDDEN const struct uw_module *uw_reg_find_slow(struct bk_space *s, uint64_t pc,
+						   uint64_t *tag, struct uw_pin *pin);
 /* Pin R again if it is still registration SERIAL (never 0: a slot being
  * retired has serial 0). AS-safe. */
 BK_HIDDEN bool uw_reg_pin(struct uw_reg *r, uint64_t serial, struct uw_pin *pin);
@@ -382,6 +384,15 @@ struct bk_space {
 	_Atomic(struct uw_steppers *) steppers;
 	_Atomic(struct uw_registry *) registry;
 };
+
+static inline const struct uw_module *uw_reg_find(struct bk_space *s, uint64_t pc,
+						  uint64_t *tag, struct uw_pin *pin)
+{
+	pin->r = NULL;
+	if (!atomic_load_explicit(&s->registry, memory_order_relaxed))
+		return NULL; /* nothing was ever registered: the common case */
+	return uw_reg_find_slow(s, pc, tag, pin);
+}
 
 static inline bool uw_steppers_claim(struct bk_space *s, uint64_t lo, uint64_t len)
 {
