@@ -289,10 +289,12 @@ struct walk_mod {
 	bool perm;                      /* a permanent module: obj not filled */
 	struct uw_reg *reg;             /* registered code (not cached), */
 	uint64_t reg_serial;            /* while it is this registration */
+	bool claimed;                   /* a user stepper may claim the PC */
 };
 struct walk_mods {
 	unsigned n, next;
 	struct walk_mod m[WALK_MODS];
+	struct walk_mod claimed;        /* what a claimed PC is given */
 };
 
 /* Learn the modules of local space S that are never unloaded (once; a
@@ -325,6 +327,27 @@ static void learn_permanent(struct bk_space *s)
 	atomic_store_explicit(&s->perm_state, 2, memory_order_release);
 }
 
+/* PC outside every module, or inside a module a user stepper's range
+ * meets: NULL, or, if a user stepper may claim PC, the walk's "claimed"
+ * entry: its rule is "no fast form" (walk_rule), so the frame is a cursor
+ * step where its registers are all known and the whole walk is the
+ * cursor's elsewhere; the cursor asks the chain. Never kept, never cached
+ * (its key matches nothing). */
+static const struct walk_mod *claimed(struct bk_space *s, struct walk_mods *w, uint64_t pc)
+{
+	if (!uw_steppers_claim(s, pc, 1))
+		return NULL;
+	struct walk_mod *c = &w->claimed;
+	c->start = pc;
+	c->len = 0;
+	c->keyhi = NOKEY;
+	c->m = NULL;
+	c->reg = NULL;
+	c->perm = false;
+	c->claimed = true;
+	return c;
+}
+
 /* A module the walk has not met yet (out of line: the hot loop meets one
  * per module switch, and usually finds it among those it met). */
 __attribute__((noinline)) static const struct walk_mod *walk_module_new(struct bk_space *s,
@@ -334,6 +357,7 @@ __attribute__((noinline)) static const struct walk_mod *walk_module_new(struct b
 	struct walk_mod *wm = &w->m[w->next];
 	wm->m = NULL;
 	wm->reg = NULL;
+	wm->claimed = false;
 	unsigned id = 0;
 	struct uw_pin pin;
 	uint64_t tag;
@@ -371,7 +395,7 @@ __attribute__((noinline)) static const struct walk_mod *walk_module_new(struct b
 		wm->perm = false;
 		uint64_t tag;
 		if (!uw_local_identify(pc, &wm->obj, &tag))
-			return NULL;
+			return claimed(s, w, pc);
 		struct uw_module tmp;
 		struct cfi_table tmp_table;
 		id = uw_local_module_id(s, uw_local_module(s, &wm->obj, &tmp, &tmp_table));
@@ -380,7 +404,7 @@ __attribute__((noinline)) static const struct walk_mod *walk_module_new(struct b
 	} else {
 		const struct uw_module *m = uw_space_find(s, pc);
 		if (!m)
-			return NULL;
+			return claimed(s, w, pc);
 		wm->m = m;
 		wm->start = m->start;
 		wm->len = m->end - m->start;
@@ -392,12 +416,11 @@ __attribute__((noinline)) static const struct walk_mod *walk_module_new(struct b
 	wm->keyhi = id ? (uint64_t)id << 32 : NOKEY;
 found:
 	/* A user stepper's range meets the module: its PCs are checked one by
-	 * one (len 0: neither this list nor the hot loop keeps it), and one a
-	 * stepper may claim is "no module" to the caller, which checks again
-	 * and hands the walk over. Others cost nothing here. */
+	 * one (len 0: neither this list nor the hot loop keeps it). A module
+	 * no range meets costs nothing more. */
 	if (uw_steppers_claim(s, wm->start, wm->len)) {
 		if (uw_steppers_claim(s, pc, 1))
-			return NULL;
+			return claimed(s, w, pc);
 		wm->len = 0;
 		return wm; /* not kept: the next new module takes its place */
 	}
@@ -425,6 +448,8 @@ __attribute__((noinline)) static uint32_t walk_rule(struct bk_space *s,
 	if (!wm) /* unknown code: a sigreturn trampoline outside any module (qemu-user's),
 		  * known by its code as the cursor knows it, else the cursor's FP step */
 		return decide_rule(s, NULL, pc, lookup);
+	if (wm->claimed)
+		return R_POOL; /* no fast form: the cursor's step asks the chain */
 	uint64_t key = wm->keyhi | (lookup - wm->start);
 	if (wm->keyhi != NOKEY) {
 		uint64_t e = ft_find(s->ftab, key);
@@ -645,8 +670,6 @@ static int step_any(struct walk_ctx *w, struct walk_regs *r, uint64_t back, uint
 	*signal = false;
 	uint64_t lookup = r->pc - back;
 	const struct walk_mod *wm = walk_module(w->s, &w->mods, lookup);
-	if (!wm && uw_steppers_claim(w->s, lookup, 1))
-		return -1; /* a user stepper may want it: the cursor's walk */
 	uint32_t rule = walk_rule(w->s, wm, r->pc, lookup);
 	struct uw_xrule x;
 	switch (rule & 3) {
@@ -773,11 +796,6 @@ static inline __attribute__((always_inline)) int walk_loop(struct walk_ctx *w,
 			if (pc == 0)
 				break; /* PC 0 (the lookup wraps, so it is never in a module) */
 			const struct walk_mod *wm = walk_module(s, &w->mods, lookup);
-			/* In a user stepper's range: the cursor's walk (a module
-			 * a range meets has len 0: each of its frames comes
-			 * back here, see walk_module_new). */
-			if (!wm && uw_steppers_claim(s, lookup, 1))
-				return -1;
 			m_start = wm ? wm->start : lookup;
 			m_len = wm ? wm->len : 0;
 			keyhi = wm ? wm->keyhi : NOKEY;
