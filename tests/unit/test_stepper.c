@@ -3,6 +3,8 @@
  * their range; their frames say BK_HOW_USER and which stepper; lying
  * steppers (no progress, frames in unreadable memory, endless frames,
  * cycles, bad results) end a walk with an error and never hang or crash it;
+ * a stepper asked from a signal handler's walks (bk_backtrace, a cursor
+ * from the ucontext);
  * bk_backtrace's PC-only walk hands over to the cursor exactly when a PC
  * may be claimed; removal while other threads walk waits for the calls in
  * progress (run under ASan: a call after removal would read freed memory).
@@ -13,6 +15,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -146,6 +149,20 @@ __attribute__((noinline)) void test_leaf(void)
 }
 
 static int (*backtrace_fn)(void **, int);
+
+static int raise_usr1(void **pcs, int max)
+{
+	(void)pcs;
+	(void)max;
+	raise(SIGUSR1);
+	return 0;
+}
+
+static const char *name_of(uint64_t pc)
+{
+	Dl_info di;
+	return dladdr((void *)(uintptr_t)(pc - 1), &di) && di.dli_sname ? di.dli_sname : "?";
+}
 static void *bt_pcs[MAXF];
 static int bt_n;
 
@@ -456,6 +473,60 @@ static void test_fast(void)
 	munmap(arena, 1 << 20);
 }
 
+/* From a signal handler: bk_backtrace and a cursor from the ucontext, with
+ * an AS-safe stepper (the delegate: a cursor over another local space)
+ * making the frame of test_mid's caller. The signal arrives in test_mid's
+ * callee (raise), so the walks cross the signal frame first. */
+static unsigned sig_id;
+static struct rec sig_rec;
+static void *sig_pcs[MAXF];
+static int sig_n, sig_user_frames, sig_cursor_n;
+
+static void on_usr1(int sig, siginfo_t *si, void *ucv)
+{
+	(void)sig;
+	(void)si;
+	sig_n = bk_backtrace(sig_pcs, MAXF);
+	struct bk_cursor c;
+	sig_user_frames = 0;
+	sig_cursor_n = 0;
+	if (bk_cursor_init_ucontext(&c, bk_space_local(), ucv) != 0)
+		return;
+	do {
+		sig_cursor_n++;
+		if (bk_cursor_how(&c) == BK_HOW_USER && bk_cursor_stepper(&c) == sig_id)
+			sig_user_frames++;
+	} while (bk_cursor_step(&c) == 1);
+}
+
+static void test_signal(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_usr1;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	sig_id = add(bk_space_local(), "in a handler", &sig_rec, MODE_DELEGATE, 50, mid_lo, mid_hi);
+	backtrace_fn = raise_usr1;
+	test_top(1);
+	bk_space_remove_stepper(bk_space_local(), sig_id);
+	signal(SIGUSR1, SIG_DFL);
+	int mid_at = -1;
+	for (int i = 0; i < sig_n && mid_at < 0; i++)
+		if ((uint64_t)(uintptr_t)sig_pcs[i] - 1 >= mid_lo &&
+		    (uint64_t)(uintptr_t)sig_pcs[i] - 1 < mid_hi)
+			mid_at = i;
+	CHECK(mid_at > 0 && mid_at + 2 < sig_n &&
+	      !strcmp(name_of((uint64_t)(uintptr_t)sig_pcs[mid_at + 1]), "test_top"),
+	      "bk_backtrace in the handler: test_mid at %d of %d, then test_top", mid_at, sig_n);
+	CHECK(atomic_load(&sig_rec.calls) == 2, "the stepper asked by both walks: %d",
+	      atomic_load(&sig_rec.calls));
+	CHECK(sig_user_frames == 1 && sig_cursor_n >= 4,
+	      "the cursor in the handler: %d frames by the stepper, %d frames", sig_user_frames,
+	      sig_cursor_n);
+}
+
 /* Steppers added and removed while another thread walks through their
  * range; the ctx is freed right after each removal. */
 static _Atomic int stop;
@@ -523,6 +594,7 @@ int main(void)
 	test_order();
 	test_liars();
 	test_fast();
+	test_signal();
 	test_race();
 	bk_space_destroy(plain);
 	return check_summary();
