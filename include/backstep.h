@@ -245,9 +245,12 @@ struct bk_module_image {
 	uint64_t start, end;
 };
 BK_API int bk_space_add_module_image(struct bk_space *space, const struct bk_module_image *m);
-/* Remove the module image added at START. BK_E_NOT_FOUND if none. On a
- * local space it returns once no walk uses the module any more (see
- * bk_space_deregister_eh_frame). Cold. */
+/* Remove the module image added at START (on a space that is not local:
+ * whatever module starts there). BK_E_NOT_FOUND if none. On a local space
+ * it returns once no walk uses the module any more (see
+ * bk_space_deregister_eh_frame); elsewhere no walk may run meanwhile. Its
+ * symbols are not read (bk_space_symbolize does not name registered code
+ * of a local space). Cold. */
 BK_API int bk_space_remove_module_image(struct bk_space *space, uint64_t start);
 
 /* Register one whole .eh_frame section at EH_FRAME, in this process's
