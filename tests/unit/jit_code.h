@@ -17,13 +17,13 @@ enum { J1_LEN = 19, J2_LEN = 14, J3_LEN = 33, J0_LEN = 15 };
 enum { RA_J1 = J1 + 13, RA_J2 = J2 + 9, RA_J3 = J3 + 24 };
 
 
-static void put_rel32(uint8_t *at, uint64_t from_end, uint64_t to)
+static inline void put_rel32(uint8_t *at, uint64_t from_end, uint64_t to)
 {
 	int32_t rel = (int32_t)(to - from_end);
 	memcpy(at, &rel, 4);
 }
 
-static void write_code(uint8_t *c)
+static inline void write_code(uint8_t *c)
 {
 	memset(c, 0xcc, CODE_LEN);
 	/* J0: pushfq; orq $0x100,(%rsp); popfq; jmp J1 (traps start at J1) */
@@ -78,9 +78,9 @@ static const uint8_t cfa_j3[] = { 0x42, 0x0e, 16, 0x8c, 2, 0x42, 0x0e, 24, 0x8d,
 
 /* An FDE at OFF of SEC for [FN, FN + LEN) with INSNS, pointers pcrel
  * sdata4 or (ABS) 8-byte absolute; returns the next offset. */
-static uint64_t sec_addr_of(const uint8_t *sec);
+static inline uint64_t sec_addr_of(const uint8_t *sec);
 
-static size_t put_fde(uint8_t *sec, size_t off, bool abs, uint64_t fn, uint32_t len,
+static inline size_t put_fde(uint8_t *sec, size_t off, bool abs, uint64_t fn, uint32_t len,
 		      const uint8_t *insns, size_t n)
 {
 	size_t psz = abs ? 8 : 4;
@@ -110,13 +110,13 @@ static size_t put_fde(uint8_t *sec, size_t off, bool abs, uint64_t fn, uint32_t 
  * bytes are, unless it is written for an ELF image (link-time addresses). */
 static const uint8_t *image_sec;
 static uint64_t image_sec_addr;
-static uint64_t sec_addr_of(const uint8_t *sec)
+static inline uint64_t sec_addr_of(const uint8_t *sec)
 {
 	return sec == image_sec ? image_sec_addr : (uint64_t)(uintptr_t)sec;
 }
 
 /* The whole section for the code at C into SEC: CIE, four FDEs, terminator. */
-static void write_eh_at(uint8_t *sec, uint64_t c, bool abs)
+static inline void write_eh_at(uint8_t *sec, uint64_t c, bool abs)
 {
 	memset(sec, 0, EH_LEN);
 	memcpy(sec, cie, sizeof(cie));
@@ -131,9 +131,69 @@ static void write_eh_at(uint8_t *sec, uint64_t c, bool abs)
 	memset(sec + off, 0, 4); /* the terminator */
 }
 
-static void write_eh(uint8_t *sec, const uint8_t *c, bool abs)
+static inline void write_eh(uint8_t *sec, const uint8_t *c, bool abs)
 {
 	write_eh_at(sec, (uint64_t)(uintptr_t)c, abs);
+}
+
+/* ---- The code as an ELF image in memory ------------------------------------------------
+ *
+ * What a JIT hands a debugger: an ELF object describing its code. Here a
+ * shared object's layout, link-time address = file offset: the code's copy
+ * in .text at 0x200, its .eh_frame (pcrel from 0x300) at 0x300, .shstrtab,
+ * the section headers; one PT_LOAD from 0. Mapped so that 0x200 is the
+ * code's runtime address. CODE: the code to copy in (its calls are
+ * relative: it may run at any address). */
+enum { IM_TEXT = 0x200, IM_EH = 0x300, IM_STR = 0x400, IM_SH = 0x440, IM_LEN = IM_SH + 4 * 64 };
+
+static inline void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+static inline void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static inline void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+static inline void shdr(uint8_t *im, int i, uint32_t name, uint32_t type, uint64_t flags, uint64_t addr,
+		 uint64_t off, uint64_t size)
+{
+	uint8_t *h = im + IM_SH + 64 * i;
+	put32(h, name);
+	put32(h + 4, type);
+	put64(h + 8, flags);
+	put64(h + 16, addr);
+	put64(h + 24, off);
+	put64(h + 32, size);
+	put64(h + 48, 1);
+}
+
+static inline void write_image(uint8_t *im, const uint8_t *code)
+{
+	memset(im, 0, IM_LEN);
+	memcpy(im, "\177ELF\2\1\1", 7);
+	put16(im + 16, 3);   /* ET_DYN */
+	put16(im + 18, 62);  /* EM_X86_64 */
+	put32(im + 20, 1);
+	put64(im + 32, 64);  /* e_phoff */
+	put64(im + 40, IM_SH);
+	put16(im + 52, 64);
+	put16(im + 54, 56);
+	put16(im + 56, 1);
+	put16(im + 58, 64);
+	put16(im + 60, 4);
+	put16(im + 62, 3);   /* e_shstrndx */
+	uint8_t *ph = im + 64;
+	put32(ph, 1);        /* PT_LOAD */
+	put32(ph + 4, 5);    /* R X */
+	put64(ph + 32, IM_SH);
+	put64(ph + 40, IM_SH);
+	put64(ph + 48, 4096);
+	memcpy(im + IM_TEXT, code, CODE_LEN);
+	image_sec = im + IM_EH;
+	image_sec_addr = IM_EH;
+	write_eh_at(im + IM_EH, IM_TEXT, false);
+	image_sec = NULL;
+	static const char names[] = "\0.text\0.eh_frame\0.shstrtab";
+	memcpy(im + IM_STR, names, sizeof(names));
+	shdr(im, 1, 1, 1, 6, IM_TEXT, IM_TEXT, CODE_LEN);  /* SHF_ALLOC|SHF_EXECINSTR */
+	shdr(im, 2, 7, 1, 2, IM_EH, IM_EH, EH_LEN);        /* SHF_ALLOC */
+	shdr(im, 3, 17, 3, 0, 0, IM_STR, sizeof(names));   /* SHT_STRTAB */
 }
 
 #endif

@@ -288,69 +288,10 @@ static void test_semantics(uint8_t *eh)
 	bk_space_destroy(s); /* still registered: freed with the space */
 }
 
-/* ---- The code as an ELF image in memory ------------------------------------------------
- *
- * What a JIT hands a debugger: an ELF object describing its code. Here a
- * shared object's layout, link-time address = file offset: the code's copy
- * in .text at 0x200, its .eh_frame (pcrel from 0x300) at 0x300, .shstrtab,
- * the section headers; one PT_LOAD from 0. Mapped so that 0x200 is the
- * code's runtime address. */
-enum { IM_TEXT = 0x200, IM_EH = 0x300, IM_STR = 0x400, IM_SH = 0x440, IM_LEN = IM_SH + 4 * 64 };
-
-static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
-static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
-
-static void shdr(uint8_t *im, int i, uint32_t name, uint32_t type, uint64_t flags, uint64_t addr,
-		 uint64_t off, uint64_t size)
-{
-	uint8_t *h = im + IM_SH + 64 * i;
-	put32(h, name);
-	put32(h + 4, type);
-	put64(h + 8, flags);
-	put64(h + 16, addr);
-	put64(h + 24, off);
-	put64(h + 32, size);
-	put64(h + 48, 1);
-}
-
-static void write_image(uint8_t *im)
-{
-	memset(im, 0, IM_LEN);
-	memcpy(im, "\177ELF\2\1\1", 7);
-	put16(im + 16, 3);   /* ET_DYN */
-	put16(im + 18, 62);  /* EM_X86_64 */
-	put32(im + 20, 1);
-	put64(im + 32, 64);  /* e_phoff */
-	put64(im + 40, IM_SH);
-	put16(im + 52, 64);
-	put16(im + 54, 56);
-	put16(im + 56, 1);
-	put16(im + 58, 64);
-	put16(im + 60, 4);
-	put16(im + 62, 3);   /* e_shstrndx */
-	uint8_t *ph = im + 64;
-	put32(ph, 1);        /* PT_LOAD */
-	put32(ph + 4, 5);    /* R X */
-	put64(ph + 32, IM_SH);
-	put64(ph + 40, IM_SH);
-	put64(ph + 48, 4096);
-	memcpy(im + IM_TEXT, code, CODE_LEN);
-	image_sec = im + IM_EH;
-	image_sec_addr = IM_EH;
-	write_eh_at(im + IM_EH, IM_TEXT, false);
-	image_sec = NULL;
-	static const char names[] = "\0.text\0.eh_frame\0.shstrtab";
-	memcpy(im + IM_STR, names, sizeof(names));
-	shdr(im, 1, 1, 1, 6, IM_TEXT, IM_TEXT, CODE_LEN);  /* SHF_ALLOC|SHF_EXECINSTR */
-	shdr(im, 2, 7, 1, 2, IM_EH, IM_EH, EH_LEN);        /* SHF_ALLOC */
-	shdr(im, 3, 17, 3, 0, 0, IM_STR, sizeof(names));   /* SHT_STRTAB */
-}
-
 static void test_image(void)
 {
 	static uint8_t im[IM_LEN];
-	write_image(im);
+	write_image(im, code);
 	struct bk_space *ls;
 	CHECK_INT(bk_space_create_local(&ls), 0, "space");
 	struct bk_module_image m = { sizeof(m), "jit-image", im, IM_LEN, jit(0) - IM_TEXT,
