@@ -416,7 +416,9 @@ enum {
  * not add or remove steppers or registrations. It may run on several
  * threads at once. A frame PC outside every range costs a range check per
  * module in bk_backtrace's walk; a stepper with no range sends every
- * bk_backtrace walk to the cursor (slower, same frames). */
+ * bk_backtrace walk to the cursor (slower, same frames). A step that asks
+ * a user stepper uses about 3 KiB more stack (two frames' registers and a
+ * copy of the chain). */
 struct bk_stepper {
 	size_t size; /* sizeof(struct bk_stepper) */
 	const char *name;
