@@ -286,7 +286,9 @@ BK_API int bk_space_register_eh_frame(struct bk_space *space, const void *eh_fra
  * section that begins with its terminator). Cold. */
 BK_API int bk_space_deregister_eh_frame(struct bk_space *space, const void *eh_frame);
 
-/* The module containing runtime address ADDR: 0, or BK_E_NOT_FOUND. AS-safe. */
+/* The module containing runtime address ADDR: 0, or BK_E_NOT_FOUND. Code
+ * registered with bk_space_register_eh_frame is a module of path "" over
+ * its range; its strings live until it is removed. AS-safe. */
 BK_API int bk_space_module_at(const struct bk_space *space, uint64_t addr,
 			      struct bk_module_info *info);
 

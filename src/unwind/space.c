@@ -233,9 +233,21 @@ int bk_space_module_at(const struct bk_space *s, uint64_t addr, struct bk_module
 	struct uw_module tmp;
 	struct cfi_table tmp_table;
 	uint64_t tag;
-	const struct uw_module *m = s->local
-		? uw_local_find((struct bk_space *)s, addr, &tmp, &tmp_table, &tag)
-		: uw_space_find(s, addr);
+	/* Registered code first, as walks see it (its strings live until it
+	 * is removed). */
+	struct uw_pin pin;
+	const struct uw_module *m = uw_reg_find((struct bk_space *)s, addr, &tag, &pin);
+	if (m) {
+		info->path = m->path ? m->path : "";
+		info->start = m->start;
+		info->end = m->end;
+		info->bias = m->bias;
+		info->has_cfi = m->eh_table || m->debug_table;
+		uw_unpin(&pin);
+		return 0;
+	}
+	m = s->local ? uw_local_find((struct bk_space *)s, addr, &tmp, &tmp_table, &tag)
+		     : uw_space_find(s, addr);
 	if (!m)
 		return BK_E_NOT_FOUND;
 	info->path = m->path;

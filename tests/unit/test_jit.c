@@ -280,6 +280,10 @@ static void test_semantics(uint8_t *eh)
 	CHECK_INT(bk_space_register_eh_frame(s, bad_eh, 0, 0), BK_E_CORRUPT, "CIE version 9");
 
 	CHECK_INT(bk_space_register_eh_frame(s, eh, 0, 0), 0, "register");
+	struct bk_module_info mi;
+	CHECK(bk_space_module_at(s, jit(J2 + 3), &mi) == 0 && mi.start == jit(J0) &&
+	      mi.end == jit(J3 + J3_LEN) && mi.has_cfi && !strcmp(mi.path, ""),
+	      "registered code as a module: the FDEs' range");
 	CHECK_INT(bk_space_register_eh_frame(s, eh, 0, 0), BK_E_INVAL, "twice");
 	CHECK_INT(bk_space_deregister_eh_frame(s, eh), 0, "deregister");
 	CHECK_INT(bk_space_deregister_eh_frame(s, eh), BK_E_NOT_FOUND, "deregister twice");
@@ -303,6 +307,10 @@ static void test_image(void)
 	CHECK_INT(bk_space_add_module_image(ls, &bad), BK_E_NOT_ELF, "not an ELF image");
 	CHECK_INT(bk_space_add_module_image(ls, &m), 0, "add the image");
 	CHECK_INT(bk_space_add_module_image(ls, &m), BK_E_INVAL, "the same start twice");
+	struct bk_module_info mi;
+	CHECK(bk_space_module_at(ls, jit(J1), &mi) == 0 && !strcmp(mi.path, "jit-image") &&
+	      mi.start == jit(0) && mi.bias == (int64_t)(jit(0) - IM_TEXT) && mi.has_cfi,
+	      "the image as a module");
 	walk_space = ls;
 	cb_action = cursor_walk;
 	run_jit(0);
