@@ -63,6 +63,18 @@ void uw_ftab_clear(struct uw_ftab *t)
 	atomic_store_explicit(&t->nx, 2, memory_order_release);
 }
 
+void uw_ftab_purge(struct uw_ftab *t, unsigned id)
+{
+	for (size_t i = 0; i < UW_FT_SETS; i++)
+		for (size_t w = 0; w < UW_FT_WAYS; w++) {
+			uint64_t e = atomic_load_explicit(&t->set[i][w], memory_order_relaxed);
+			if (e && (e >> UW_FT_RULE_BITS) >> 32 == id)
+				atomic_compare_exchange_strong_explicit(&t->set[i][w], &e, 0,
+									memory_order_relaxed,
+									memory_order_relaxed);
+		}
+}
+
 struct uw_ftab *uw_ftab_new(void)
 {
 	/* The funnel gives 16-byte alignment; sets want 64. The raw pointer is
@@ -369,7 +381,7 @@ __attribute__((noinline)) static const struct walk_mod *walk_module_new(struct b
 		wm->reg_serial = pin.serial; /* the one validated: it may be gone by now */
 		wm->start = rm->start;
 		wm->len = rm->end - rm->start;
-		wm->keyhi = NOKEY;
+		wm->keyhi = pin.r->ftid ? (uint64_t)pin.r->ftid << 32 : NOKEY;
 		wm->perm = false;
 		uw_unpin(&pin);
 		goto found;
@@ -460,10 +472,16 @@ __attribute__((noinline)) static uint32_t walk_rule(struct bk_space *s,
 	struct uw_module tmp;
 	struct cfi_table tmp_table;
 	if (wm->reg) {
+		/* Decided and put while pinned: once the registration is
+		 * retired, nobody puts a rule under its id any more. */
 		struct uw_pin pin;
 		if (!uw_reg_pin(wm->reg, wm->reg_serial, &pin))
 			return R_POOL; /* gone meanwhile: the cursor decides */
 		uint32_t rule = decide_rule(s, &wm->reg->mod, pc, lookup);
+		if (wm->keyhi != NOKEY) {
+			uw_space_note_kept(s);
+			ft_put(s->ftab, key, rule);
+		}
 		uw_unpin(&pin);
 		return rule;
 	}
@@ -754,7 +772,8 @@ __attribute__((noinline)) static uint64_t walk_miss(struct walk_ctx *w, _Atomic 
 	/* walk_rule probes every way of the table, then decides. */
 	const struct walk_mod *wm = walk_module(w->s, &w->mods, lookup);
 	uint64_t e = key << UW_FT_RULE_BITS | walk_rule(w->s, wm, pc, lookup);
-	if (key >> 32 != NOKEY >> 32)
+	/* Not registered code's (its ids are reused): the memo is not purged. */
+	if (key >> 32 != NOKEY >> 32 && !(wm && wm->reg))
 		atomic_store_explicit(me, e, memory_order_relaxed);
 	return e;
 }

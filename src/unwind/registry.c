@@ -162,6 +162,21 @@ static void rebound(struct uw_registry *g)
 	atomic_store(&g->hi, ghi);
 }
 
+/* A rule-table id for R's code on local space S, if one is free and the
+ * range fits the table's 32-bit offsets (under the lock); else 0. */
+static uint32_t take_ftid(struct bk_space *s, struct uw_registry *g, uint64_t start,
+			  uint64_t end)
+{
+	if (!s->local || end - start > ((uint64_t)1 << 32))
+		return 0;
+	for (uint32_t i = 0; i < UW_REG_NFTIDS; i++)
+		if (!(g->ftids[i / 64] >> (i % 64) & 1)) {
+			g->ftids[i / 64] |= (uint64_t)1 << (i % 64);
+			return UW_REG_FTID0 + i;
+		}
+	return 0;
+}
+
 /* Publish slot R of chunk CH with MOD's tables for [START, END) (under the
  * lock): bounds first, then the serial. */
 static void publish(struct uw_registry *g, struct uw_reg_chunk *ch, struct uw_reg *r,
@@ -187,11 +202,14 @@ static void unpublish(struct uw_registry *g, struct uw_reg *r)
 	rebound(g);
 }
 
-/* Wait for walks pinning R to leave, free what it owns, free the slot. */
-static void retire(struct uw_registry *g, struct uw_reg *r)
+/* Wait for walks pinning R to leave, purge its rules, free what it owns,
+ * free the slot and its rule-table id. */
+static void retire(struct bk_space *s, struct uw_registry *g, struct uw_reg *r)
 {
 	while (atomic_load(&r->users))
 		sched_yield();
+	if (r->ftid)
+		uw_ftab_purge(s->ftab, r->ftid);
 	cfi_table_free(&r->table);
 	bk_elf_close(r->mod.elf);
 	base_free(r->mod.path);
@@ -199,6 +217,11 @@ static void retire(struct uw_registry *g, struct uw_reg *r)
 	memset(&r->table, 0, sizeof(r->table));
 	r->key = NULL;
 	pthread_mutex_lock(g->lock);
+	if (r->ftid) {
+		uint32_t i = r->ftid - UW_REG_FTID0;
+		g->ftids[i / 64] &= ~((uint64_t)1 << (i % 64));
+		r->ftid = 0;
+	}
 	r->state = 0;
 	pthread_mutex_unlock(g->lock);
 }
@@ -347,6 +370,7 @@ int bk_space_register_eh_frame(struct bk_space *s, const void *eh_frame, uint64_
 	r->mod.end = end;
 	r->mod.path = NULL;
 	r->mod.eh_table = &r->table;
+	r->ftid = take_ftid(s, g, start, end);
 	publish(g, ch, r, start, end);
 	pthread_mutex_unlock(g->lock);
 	return 0;
@@ -369,7 +393,7 @@ int bk_space_deregister_eh_frame(struct bk_space *s, const void *eh_frame)
 	pthread_mutex_unlock(g->lock);
 	if (!r)
 		return BK_E_NOT_FOUND;
-	retire(g, r);
+	retire(s, g, r);
 	return 0;
 }
 
@@ -406,6 +430,7 @@ int uw_reg_add_image(struct bk_space *s, struct bk_elf *elf, uint64_t start, uin
 	r->key = NULL;
 	r->mod = m;
 	memset(&r->table, 0, sizeof(r->table));
+	r->ftid = take_ftid(s, g, start, end);
 	publish(g, ch, r, start, end);
 	pthread_mutex_unlock(g->lock);
 	return 0;
@@ -423,7 +448,7 @@ int uw_reg_remove_image(struct bk_space *s, uint64_t start)
 	pthread_mutex_unlock(g->lock);
 	if (!r)
 		return BK_E_NOT_FOUND;
-	retire(g, r);
+	retire(s, g, r);
 	return 0;
 }
 

@@ -245,6 +245,8 @@ struct uw_reg {
 	_Atomic uint32_t users;        /* walks pinning it now */
 	_Atomic uint64_t start, end;   /* the lookup PCs it covers */
 	uint32_t state;                /* (under the lock) 0 free, 1 taken */
+	uint32_t ftid;                 /* its module id in the PC-only walk's rule
+					  table (local spaces), or 0: not cached */
 	const void *key;               /* the .eh_frame registered, or NULL */
 	struct uw_module mod;          /* its tables (bias 0 for an .eh_frame) */
 	struct cfi_table table;        /* a registered .eh_frame's index (owned) */
@@ -257,10 +259,20 @@ struct uw_reg_chunk {
 struct uw_registry {
 	void *lock;                    /* a pthread mutex (registry.c) */
 	uint64_t next_serial;
+	uint64_t ftids[8];             /* rule-table ids taken (bit i: UW_REG_FTID0 + i) */
 	_Atomic uint64_t lo, hi;       /* every live range inside */
 	_Atomic uint32_t nchunks;
 	_Atomic(struct uw_reg_chunk *) chunk[UW_REG_CHUNKS];
 };
+/* Rule-table module ids of registered code on a local space: above the
+ * local slots' (1..UW_LOCAL_SLOTS), up to UW_FT_MAX_ID. An id is given
+ * back only after the registration is retired and the table purged of its
+ * entries (rules are put while pinned), and the walk memo never holds
+ * them, so a later registration under the same id meets no stale rule. */
+#define UW_REG_FTID0 513
+#define UW_REG_NFTIDS 510
+/* Remove every rule-table entry of module id ID (fast.c). */
+BK_HIDDEN void uw_ftab_purge(struct uw_ftab *t, unsigned id);
 /* A registration a walk uses: pinned until uw_unpin. */
 struct uw_pin {
 	struct uw_reg *r;

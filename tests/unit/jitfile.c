@@ -47,20 +47,9 @@ int main(int argc, char **argv)
 	static uint8_t text[CODE_LEN], im[IM_LEN];
 	write_code(text);
 	write_image(im, text);
-	if (broken) {
-		/* J2's DW_CFA_def_cfa_offset 32 (its FDE is the third). */
-		uint8_t *fde = im + IM_EH + sizeof(cie);
-		for (int k = 0; k < 2; k++) {
-			uint32_t len;
-			memcpy(&len, fde, 4);
-			fde += 4 + len;
-		}
-		uint8_t *insns = fde + 4 + 4 + 4 + 4 + 1;
-		if (insns[0] != 0x44 || insns[1] != 0x0e || insns[2] != 32) {
-			fprintf(stderr, "jitfile: J2's FDE is not where expected\n");
-			return 1;
-		}
-		insns[2] = 24;
+	if (broken && !break_j2(im + IM_EH, false)) {
+		fprintf(stderr, "jitfile: J2's FDE is not where expected\n");
+		return 1;
 	}
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0 || write(fd, im, IM_LEN) != IM_LEN) {

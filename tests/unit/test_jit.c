@@ -453,6 +453,26 @@ int main(void)
 	run_jit(0);
 	CHECK_INT(atomic_load(&full_chains), 1, "bk_backtrace through absptr FDEs");
 	CHECK_INT(bk_space_deregister_eh_frame(bk_space_local(), heap_eh), 0, "deregister");
+
+	/* Other FDEs for the same code, registered after: the walk follows
+	 * them, not the rules cached from the first (the PC-only walk's
+	 * table gives the new registration the id the old one had). Then
+	 * the right ones again. */
+	for (int round = 0; round < 2; round++) {
+		write_eh(heap_eh, code, true);
+		CHECK(break_j2(heap_eh, true), "J2's FDE found");
+		CHECK_INT(bk_space_register_eh_frame(bk_space_local(), heap_eh, 0, 0), 0, "wrong FDEs");
+		atomic_store(&full_chains, 0);
+		run_jit(0);
+		CHECK_INT(atomic_load(&full_chains), 0, "bk_backtrace follows the new (wrong) FDEs");
+		CHECK_INT(bk_space_deregister_eh_frame(bk_space_local(), heap_eh), 0, "deregister");
+		write_eh(heap_eh, code, true);
+		CHECK_INT(bk_space_register_eh_frame(bk_space_local(), heap_eh, 0, 0), 0, "right again");
+		run_jit(0);
+		run_jit(0);
+		CHECK_INT(atomic_load(&full_chains), 2, "bk_backtrace follows the right FDEs again");
+		CHECK_INT(bk_space_deregister_eh_frame(bk_space_local(), heap_eh), 0, "deregister");
+	}
 	free(heap_eh);
 	atomic_store(&full_chains, 0);
 
