@@ -8,6 +8,9 @@
  *   bkcursor backstep's public cursor: bk_cursor_init_local, then per frame
  *           bk_cursor_pc and bk_cursor_reg of every callee-saved register
  *           (rbx, rbp, r12-r15) and rsp, and bk_cursor_step,
+ *   bk8     bk_backtrace with 8 user steppers on its space whose ranges
+ *           no frame's PC is in (issue 12's "costs nothing outside its
+ *           range"; bk's batches, interleaved, run with none),
  *   unwstep the same loop with nongnu libunwind (libunwind.so.8, dlopen):
  *           unw_getcontext, unw_init_local, per frame unw_get_reg of the IP
  *           and the same registers, and unw_step,
@@ -41,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -165,7 +169,7 @@ __attribute__((noinline)) static int walk_unwstep(void **pcs, int max)
 	return n;
 }
 
-enum { W_FP, W_BK, W_GLIBC, W_NONGNU, W_LLVM, W_BKCURSOR, W_UNWSTEP, NWALKERS };
+enum { W_FP, W_BK, W_GLIBC, W_NONGNU, W_LLVM, W_BKCURSOR, W_UNWSTEP, W_BK8, NWALKERS };
 
 static struct walker {
 	const char *id, *name;
@@ -179,7 +183,50 @@ static struct walker {
 	[W_LLVM] = {"llvm", "LLVM libunwind unw_step", walk_llvm, 0},
 	[W_BKCURSOR] = {"bkcursor", "bk_cursor loop, all regs", walk_bkcursor, 1},
 	[W_UNWSTEP] = {"unwstep", "nongnu unw_step, all regs", walk_unwstep, 0},
+	[W_BK8] = {"bk8", "bk_backtrace, 8 steppers", bk_backtrace, 1},
 };
+
+/* bk8: bk_backtrace while 8 user steppers are added to its space, each
+ * claiming 2 KiB of an anonymous mapping no code runs in (a JIT's arena),
+ * priorities spread over the chain (before signal frames to after the
+ * scan). Added before each of its batches and removed after, so the bk
+ * walker's batches, interleaved with them, run with none. */
+static int stepper_never(void *ctx, const struct bk_frame *in, struct bk_frame *out)
+{
+	(void)in;
+	(void)out;
+	++*(volatile long *)ctx; /* would show in the results: it must stay 0 */
+	return BK_STEP_NOT_MINE;
+}
+static long stepper_calls;
+static unsigned stepper_ids[8];
+static uint8_t *stepper_arena;
+
+static void steppers_add(void)
+{
+	if (!stepper_arena) {
+		stepper_arena = mmap(NULL, 1 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (stepper_arena == MAP_FAILED) {
+			perror("mmap");
+			exit(1);
+		}
+	}
+	for (int i = 0; i < 8; i++) {
+		uint64_t lo = (uint64_t)(uintptr_t)stepper_arena + (uint64_t)i * 65536;
+		struct bk_stepper st = {sizeof(st), "bench", stepper_never, &stepper_calls,
+					lo, lo + 2048, 50 + 50 * i};
+		if (bk_space_add_stepper(bk_space_local(), &st, &stepper_ids[i])) {
+			fprintf(stderr, "bench_backtrace: bk_space_add_stepper failed\n");
+			exit(1);
+		}
+	}
+}
+
+static void steppers_remove(void)
+{
+	for (int i = 0; i < 8; i++)
+		bk_space_remove_stepper(bk_space_local(), stepper_ids[i]);
+}
 
 static void load_nongnu(void)
 {
@@ -294,6 +341,17 @@ __attribute__((noinline)) void bench_run_job(struct job *j)
 	sink = 1;
 }
 
+/* A job, with bk8's steppers around it (here, not in bench_run_job: the
+ * stack the walks see stays the same for every walker). */
+static inline __attribute__((always_inline)) void run_job(struct job *j)
+{
+	if (j->walker == W_BK8)
+		steppers_add();
+	bench_run_job(j);
+	if (j->walker == W_BK8)
+		steppers_remove();
+}
+
 /* ---- Checking the first walk -------------------------------------------- */
 
 static const char *name_of(void *pc)
@@ -370,7 +428,7 @@ static void usage(void)
 			"                       [--variant fp|nofp] [--walkers W,W..] [--rounds N]\n"
 			"                       [--iterations N] [--batch-ms MS] [--cold W] [--tsv]\n"
 			"                       [--pcs]\n"
-			"walkers: fp bk glibc nongnu llvm bkcursor unwstep\n");
+			"walkers: fp bk glibc nongnu llvm bkcursor unwstep bk8\n");
 	exit(2);
 }
 
@@ -458,7 +516,7 @@ int main(int argc, char **argv)
 		j->walker = cold;
 		j->fp_chain = cold == W_FP || variant == 1;
 		j->mode = M_FIRST;
-		bench_run_job(j);
+		run_job(j);
 		check(j);
 		if (tsv)
 			printf("cold\t%s\t%s\t%s\t%d\t%d\t%d\t%.2f\t%s\n", shape_names[shape],
@@ -498,7 +556,7 @@ int main(int argc, char **argv)
 	 * rounds, each one batch of every job. */
 	for (int i = 0; i < njobs; i++) {
 		jobs[i].mode = M_FIRST;
-		bench_run_job(&jobs[i]);
+		run_job(&jobs[i]);
 		check(&jobs[i]);
 		jobs[i].mode = M_BATCH;
 	}
@@ -509,7 +567,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		for (j->batch = 1;; j->batch *= 2) {
-			bench_run_job(j);
+			run_job(j);
 			if (j->batch_ns >= 1e6 || j->batch >= (1L << 30))
 				break;
 		}
@@ -517,7 +575,7 @@ int main(int argc, char **argv)
 	}
 	for (int r = 0; r < rounds; r++)
 		for (int i = 0; i < njobs; i++) {
-			bench_run_job(&jobs[i]);
+			run_job(&jobs[i]);
 			jobs[i].round_ns[jobs[i].nrounds++] = jobs[i].batch_ns / jobs[i].batch;
 		}
 
@@ -574,6 +632,9 @@ int main(int argc, char **argv)
 			       walkers[j->walker].name, j->frames, j->expected, best, median, per,
 			       per / fp_frame, j->ok ? "" : "  WRONG: ", j->why);
 	}
+	if (stepper_arena)
+		printf("%sbk8: its steppers were asked %ld times (must be 0)\n", tsv ? "# " : "",
+		       stepper_calls);
 	for (int i = 0; print_pcs && i < njobs; i++) {
 		printf("pcs\t%s\t%s\t%s\t", shape_names[shape], jobs[i].fp_chain ? "fp" : "nofp",
 		       walkers[jobs[i].walker].id);

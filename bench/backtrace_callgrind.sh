@@ -14,6 +14,7 @@
 # BUILD_DIR (default build) is a backstep build directory; WALKS default 1000;
 # WALKERS (default all) a comma-separated list for bench_backtrace --walkers,
 # e.g. bk,bkcursor,unwstep (the frame-pointer walk, the reference, always runs).
+# bk8 (bk_backtrace with 8 steppers) is bk_backtrace too: list it without bk.
 # Needs valgrind (Debian: apt-get install valgrind).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +37,8 @@ import re, subprocess, sys, time
 bench, walks, tmp, walkers = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 names = {"fp": "frame pointers", "bk": "bk_backtrace", "glibc": "glibc backtrace (libgcc)",
          "nongnu": "nongnu libunwind", "llvm": "LLVM libunwind unw_step",
-         "bkcursor": "bk_cursor loop, all regs", "unwstep": "nongnu unw_step, all regs"}
+         "bkcursor": "bk_cursor loop, all regs", "unwstep": "nongnu unw_step, all regs",
+         "bk8": "bk_backtrace, 8 steppers"}
 # walker -> (function names, object file substring)
 functions = {"fp": ({"walk_fp"}, "bench_backtrace"),
              "bk": ({"bk_backtrace"}, ""),
@@ -44,7 +46,9 @@ functions = {"fp": ({"walk_fp"}, "bench_backtrace"),
              "nongnu": ({"unw_backtrace", "backtrace", "_ULx86_64_backtrace"}, "libunwind.so.8"),
              "llvm": ({"walk_llvm"}, "bench_backtrace"),
              "bkcursor": ({"walk_bkcursor"}, "bench_backtrace"),
-             "unwstep": ({"walk_unwstep"}, "bench_backtrace")}
+             "unwstep": ({"walk_unwstep"}, "bench_backtrace"),
+             # the same function as bk's: profile bk8 in a run without bk
+             "bk8": ({"bk_backtrace"}, "")}
 line_re = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(?!=>)(\S*):(\S+) \[([^\]]+)\]\s*$")
 
 def profile(shape, variant, n, tag):

@@ -227,7 +227,69 @@ struct bk_module_info {
 	int64_t bias;       /* runtime = link-time + bias */
 	int has_cfi;        /* an .eh_frame or .debug_frame could be read */
 };
-/* The module containing runtime address ADDR: 0, or BK_E_NOT_FOUND. AS-safe. */
+/* A module from an ELF image in memory (a JIT's object file, a library read
+ * from elsewhere): the bytes are copied, then it is a module as
+ * bk_space_add_module's, mapped so that its lowest PT_LOAD segment starts at
+ * BASE and spanning [start, end). On a space over this process
+ * (bk_space_local, bk_space_create_local) it may be added and removed from
+ * any thread while others walk, as bk_space_register_eh_frame's sections
+ * are (same registry, same rules); on any other space, as modules are
+ * added: no walk may run meanwhile. Cold. Errors: BK_E_INVAL, BK_E_NOT_ELF,
+ * BK_E_CORRUPT, BK_E_NOMEM, BK_E_LIMIT (a local space holds at most 16384
+ * registrations). */
+struct bk_module_image {
+	size_t size;        /* sizeof(struct bk_module_image) */
+	const char *name;   /* for display (copied); NULL: "" */
+	const void *image;  /* the ELF bytes */
+	size_t len;
+	uint64_t base;
+	uint64_t start, end;
+};
+BK_API int bk_space_add_module_image(struct bk_space *space, const struct bk_module_image *m);
+/* Remove the module image added at START (on a space that is not local:
+ * whatever module starts there). BK_E_NOT_FOUND if none. On a local space
+ * it returns once no walk uses the module any more (see
+ * bk_space_deregister_eh_frame); elsewhere no walk may run meanwhile. Its
+ * symbols are not read (bk_space_symbolize does not name registered code
+ * of a local space). Cold. */
+BK_API int bk_space_remove_module_image(struct bk_space *space, uint64_t start);
+
+/* Register one whole .eh_frame section at EH_FRAME, in this process's
+ * memory, for the code range [START, END) of SPACE, as libgcc's
+ * __register_frame(EH_FRAME) does for its unwinder: EH_FRAME is the first
+ * entry (a CIE) of a sequence of CIEs and FDEs ended by a zero length word
+ * (the terminator, 4 bytes of 0); its pointers are decoded at the
+ * addresses the bytes have here (DW_EH_PE_pcrel is relative to them). The
+ * bytes are not copied: they must stay until deregistered. START == END ==
+ * 0: the range is the FDEs' (lowest pc_begin to highest pc_end). A section
+ * that begins with its terminator registers nothing and returns 0, as
+ * libgcc does. Frames whose lookup PC lies in the range are unwound by
+ * these FDEs (by the CFI stepper, before the modules of the space: as
+ * libgcc searches registered frames before the loaded objects); a PC in
+ * the range that no FDE covers falls to the frame-pointer and scan
+ * steppers. The section is checked now: every entry is framed and decoded
+ * and the FDEs indexed (BK_E_CORRUPT, with nothing registered, when one
+ * does not decode; BK_E_MEMORY when the bytes are not readable; BK_E_LIMIT
+ * past 64 MiB or 2^21 FDEs). Registering the same EH_FRAME twice:
+ * BK_E_INVAL. Any space; on one over another process the section's
+ * pointers must be absolute (they are decoded here).
+ *
+ * Threads: registering and deregistering may happen from any thread while
+ * other threads (and signal handlers) walk the space; walks find
+ * registrations without locks (AS-safe). Both are cold (they allocate and
+ * take a lock): not from a signal handler, not from a stepper. */
+BK_API int bk_space_register_eh_frame(struct bk_space *space, const void *eh_frame,
+				      uint64_t start, uint64_t end);
+/* Undo bk_space_register_eh_frame(SPACE, EH_FRAME, ...), as libgcc's
+ * __deregister_frame: when it returns no walk reads the section any more
+ * (it waits for walks that are using it to leave it), and the caller may
+ * free the bytes. BK_E_NOT_FOUND if EH_FRAME is not registered (0 for a
+ * section that begins with its terminator). Cold. */
+BK_API int bk_space_deregister_eh_frame(struct bk_space *space, const void *eh_frame);
+
+/* The module containing runtime address ADDR: 0, or BK_E_NOT_FOUND. Code
+ * registered with bk_space_register_eh_frame is a module of path "" over
+ * its range; its strings live until it is removed. AS-safe. */
 BK_API int bk_space_module_at(const struct bk_space *space, uint64_t addr,
 			      struct bk_module_info *info);
 
@@ -275,6 +337,126 @@ BK_API void bk_cursor_regs(const struct bk_cursor *c, struct bk_regs *out);
  * trampoline (the handler returned there; nothing called it), PC - 1
  * otherwise (the call may be the function's last instruction). */
 BK_API uint64_t bk_cursor_lookup_pc(const struct bk_cursor *c);
+
+
+/* ---- Steppers ----------------------------------------------------------- */
+
+/* A step is made by the first stepper of the space's chain that takes the
+ * frame. The chain is ordered by priority (lower first); the built-in
+ * steppers have these, and a user stepper of equal priority comes after
+ * the built-in one, user steppers of one priority in the order added:
+ *
+ *   priority              id  stepper
+ *   BK_PRIO_SIGNAL  100    1  the sigreturn trampoline: registers from the
+ *                             saved ucontext (BK_HOW_SIGNAL)
+ *   BK_PRIO_CFI     200    2  DWARF call-frame information of the module or
+ *                             registered .eh_frame covering the lookup PC
+ *                             (BK_HOW_CFI)
+ *   BK_PRIO_FP      300    3  no CFI: the frame-pointer chain for a frame that
+ *                             called; for an interrupted one only the
+ *                             prologue shapes (BK_HOW_FP)
+ *   BK_PRIO_SCAN    400    4  no CFI, an interrupted frame: the stack scanned
+ *                             for a return address (BK_HOW_SCAN; BK_HOW_FP
+ *                             when it settles on the frame record)
+ *
+ * Each built-in stepper says "not mine" for a frame it does not describe
+ * (CFI: no FDE covers the PC; FP and scan: a frame CFI covers). A frame no
+ * stepper takes ends the walk with BK_E_NO_UNWIND. User stepper ids start
+ * at 16. */
+enum {
+	BK_PRIO_SIGNAL = 100,
+	BK_PRIO_CFI = 200,
+	BK_PRIO_FP = 300,
+	BK_PRIO_SCAN = 400,
+};
+enum {
+	BK_STEPPER_SIGNAL = 1,
+	BK_STEPPER_CFI = 2,
+	BK_STEPPER_FP = 3,
+	BK_STEPPER_SCAN = 4,
+	BK_STEPPER_FIRST_USER = 16,
+};
+
+/* A frame as a stepper sees it (IN) and makes it (OUT). */
+struct bk_frame {
+	struct bk_space *space; /* IN: the space walked (read with bk_space_read) */
+	struct bk_regs regs;    /* IN: the frame's recovered registers (PC and SP
+				   always); OUT: the caller's (PC and SP required) */
+	uint64_t lookup_pc;     /* IN: the address that names the frame's code:
+				   its PC if interrupted, else PC - 1 */
+	uint64_t cfa;           /* OUT: the caller's CFA; 0: its SP */
+	unsigned depth;         /* IN: 0 for the innermost frame */
+	int interrupted;        /* IN: the frame was interrupted, not calling (the
+				   innermost, or after a signal frame); OUT: the
+				   caller was interrupted (the stepper stepped over
+				   a signal-like frame): it is looked up at its PC */
+};
+
+/* What a step function returns (or a negative BK_E_* code: the walk ends
+ * with it). */
+enum {
+	BK_STEP_BOTTOM = 0,   /* IN is the outermost frame: the walk ends, no error */
+	BK_STEP_STEPPED = 1,  /* OUT is the caller's frame */
+	BK_STEP_NOT_MINE = 2, /* ask the next stepper of the chain */
+};
+
+/* A user stepper: an ops table, copied when added (NAME is not: it must
+ * live as long as the registration).
+ *
+ * It is asked for frames whose lookup PC lies in [start, end), or for every
+ * frame when start == end. OUT arrives zeroed. Whatever it returns, the
+ * walk keeps its invariants: a stepped frame without a PC and SP ends the
+ * walk with BK_E_INVAL; its CFA (OUT's cfa, else its SP) must exceed the
+ * CFA of the frame before, unless that one was a signal frame, or the walk
+ * ends with BK_E_LOOP; at most BK_MAX_FRAMES frames. Frames it makes say
+ * BK_HOW_USER and bk_cursor_stepper gives its id.
+ *
+ * Contract: read the target's memory only with bk_space_read (fault-free
+ * through the space's callback: never dereference target addresses). A
+ * stepper runs inside whatever walk asks it: when that walk is a local one
+ * in a signal handler (bk_backtrace from SIGPROF), the stepper must itself
+ * be async-signal-safe (no malloc, locks, stdio; errno preserved); it must
+ * not add or remove steppers or registrations. It may run on several
+ * threads at once. A frame PC outside every range costs a range check per
+ * module in bk_backtrace's walk; a stepper with no range sends every
+ * bk_backtrace walk to the cursor (slower, same frames). A step that asks
+ * a user stepper uses about 3 KiB more stack (two frames' registers and a
+ * copy of the chain). */
+struct bk_stepper {
+	size_t size; /* sizeof(struct bk_stepper) */
+	const char *name;
+	int (*step)(void *ctx, const struct bk_frame *in, struct bk_frame *out);
+	void *ctx;
+	uint64_t start, end; /* lookup PCs claimed; start == end: every frame */
+	int priority;        /* BK_PRIO_* ± n */
+};
+
+/* Add ST to SPACE's chain; *ID (may be NULL) receives its id. Any space,
+ * the process-wide one included; from any thread while others walk. Cold.
+ * BK_E_INVAL (no step function, END < START), BK_E_LIMIT (32 per space),
+ * BK_E_NOMEM. */
+BK_API int bk_space_add_stepper(struct bk_space *space, const struct bk_stepper *st,
+				unsigned *id);
+/* Remove stepper ID: no walk calls it once this returns (it waits for the
+ * calls in progress). Not from a stepper or a signal handler. Cold.
+ * BK_E_NOT_FOUND if there is no such user stepper. */
+BK_API int bk_space_remove_stepper(struct bk_space *space, unsigned id);
+/* The chain, in the order a step asks it, built-in steppers included. */
+struct bk_stepper_info {
+	unsigned id;
+	const char *name;
+	int priority;
+	uint64_t start, end;
+	int builtin;
+};
+/* Fill up to MAX entries of OUT; returns the chain's length. Cold. */
+BK_API int bk_space_steppers(struct bk_space *space, struct bk_stepper_info *out, size_t max);
+/* Read LEN bytes of SPACE's target memory at ADDR through its callback:
+ * 0 or a BK_E_* code (BK_E_MEMORY: unreadable); never faults. AS-safe. */
+BK_API int bk_space_read(struct bk_space *space, uint64_t addr, void *dst, size_t len);
+/* The id of the stepper that made the current frame (BK_STEPPER_*, or a
+ * user stepper's); 0 for the frame the walk started from. AS-safe. */
+BK_API unsigned bk_cursor_stepper(const struct bk_cursor *c);
 
 
 /* ---- Processes ---------------------------------------------------------- */

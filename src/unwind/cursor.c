@@ -1,23 +1,30 @@
 /* The cursor: walks a stack one frame at a time with a chain of steppers.
  *
- * For the current frame (registers in slots, see arch.h) a step finds how
- * the caller's registers are recovered, trying in this order:
- *   1. signal frame: the PC is in the sigreturn trampoline (known by the
- *      'S' augmentation of its FDE's CIE, which needs no code bytes, or,
- *      where no FDE covers it, by its code); every register comes from the
- *      saved ucontext, and the interrupted frame is looked up at its PC;
- *   2. CFI: the row in force at the lookup PC (.eh_frame, then .debug_frame
- *      of the file, then of its separate debug file);
- *   3. frame pointer: where no CFI covers the PC, and for an interrupted
- *      frame whose frame pointer leads nowhere plausible, a bounded scan of
- *      the stack for a return address.
+ * For the current frame (registers in slots, see arch.h) a step asks the
+ * chain, in priority order, until a stepper takes the frame (step()):
+ *   1. signal frame (100): the PC is in the sigreturn trampoline (known by
+ *      the 'S' augmentation of its FDE's CIE, which needs no code bytes,
+ *      or, where no FDE covers it, by its code); every register comes
+ *      from the saved ucontext, and the interrupted frame is looked up at
+ *      its PC;
+ *   2. CFI (200): the row in force at the lookup PC (registered code
+ *      first, then the module's .eh_frame, .debug_frame, its separate
+ *      debug file's .debug_frame);
+ *   3. frame pointer (300): no CFI; prologue shapes of an interrupted
+ *      frame, the frame record of one that called;
+ *   4. scan (400): no CFI, an interrupted frame: a bounded scan of the
+ *      stack for a return address;
+ * and the user steppers of the space (stepper.c) at their priorities, for
+ * the lookup PCs of their ranges. Each says "not mine" for a frame it does
+ * not describe; when all do, BK_E_NO_UNWIND.
  * What was decided for a lookup PC is cached (struct uw_crow), so a second
  * walk over the same code reads a few stack slots and nothing else.
  *
- * Invariants: the CFA strictly increases from frame to frame (c->cfa holds
- * the CFA of the frame last stepped out of), except across
- * a signal frame (else BK_E_LOOP); at most BK_MAX_FRAMES frames; every read
- * of target memory goes through the space's read_mem callback and may fail.
+ * Invariants, whatever a stepper (a user's included) returns: the CFA
+ * strictly increases from frame to frame (c->cfa holds the CFA of the frame
+ * last stepped out of), except across a signal frame (else BK_E_LOOP); at
+ * most BK_MAX_FRAMES frames; every read of target memory goes through the
+ * space's read_mem callback and may fail.
  * Registers saved in memory are read when first needed, not at each step
  * (c->lazy): a walk that only wants PCs reads the return address and the
  * few slots later CFA rules use, not every callee-saved register of every
@@ -140,6 +147,11 @@ uint64_t bk_cursor_sp(const struct bk_cursor *bc)
 	return v;
 }
 
+unsigned bk_cursor_stepper(const struct bk_cursor *bc)
+{
+	return ccur(bc)->stepper;
+}
+
 enum bk_frame_how bk_cursor_how(const struct bk_cursor *bc)
 {
 	return (enum bk_frame_how)ccur(bc)->how;
@@ -228,12 +240,16 @@ static bool is_sigtramp_frame(struct bk_space *s, uint64_t pc)
 		struct uw_module tmp;
 		struct cfi_table tmp_table;
 		uint64_t tag;
-		const struct uw_module *m = s->local ? uw_local_find(s, lookup, &tmp, &tmp_table, &tag)
-						     : uw_space_find(s, lookup);
+		struct uw_pin pin = { NULL, 0 };
+		const struct uw_module *m = uw_reg_find(s, lookup, &tag, &pin);
+		if (!m)
+			m = s->local ? uw_local_find(s, lookup, &tmp, &tmp_table, &tag)
+				     : uw_space_find(s, lookup);
 		const struct cfi_table *t;
 		struct cfi_fde fde;
 		struct cfi_cie cie;
 		int err = m ? find_fde(m, lookup, &t, &fde, &cie) : BK_E_NOT_FOUND;
+		uw_unpin(&pin);
 		if (err != BK_E_NOT_FOUND)
 			return err == 0 && cie.signal_frame;
 	}
@@ -696,6 +712,12 @@ static bool plausible_ra(struct bk_space *s, uint64_t ra)
 {
 	if (ra == 0)
 		return false;
+	struct uw_pin pin = { NULL, 0 };
+	uint64_t rtag;
+	if (uw_reg_find(s, ra - 1, &rtag, &pin)) {
+		uw_unpin(&pin);
+		return follows_call(s, ra);
+	}
 	if (s->local) {
 		struct uw_module tmp;
 		struct cfi_table tmp_table;
@@ -869,23 +891,16 @@ static int step_a64_entry(struct uw_cursor *c, uint64_t sp, uint64_t pc)
 	return finish_fallback(c, sp + (uint64_t)frame, lr, true, fp, BK_HOW_FP);
 }
 
-/* No CFI covers the PC. x86-64 at a function's first instruction (push %rbp,
- * maybe after endbr64): the return address is at [rsp]; right after the
- * push, at [rsp+8] with the caller's rbp at [rsp]. Otherwise the frame
- * record is at the frame pointer: saved fp at [fp], return address at
- * [fp+8] (x86-64 rbp; AArch64 x29, whose record holds x29 and x30).
- *
- * AArch64 in a PLT stub, a leaf or a prologue: the return address still
- * in x30 (step_a64_entry).
- *
- * A frame that was interrupted (the innermost, or one after a signal frame)
- * may be in code that keeps no frame pointer at all (_init, PLT stubs,
- * assembly). There, in order: a plausible return address below the frame
- * record whose direct call targets code at or before the PC (the call into
- * the function we are in); the chain, if its return address is plausible;
- * the first plausible return address above SP. Scans stop after SCAN_WORDS
- * words; frames found by scanning are tagged BK_HOW_SCAN. */
-static int step_nocfi(struct uw_cursor *c)
+/* The frame-pointer stepper: no CFI covers the PC. x86-64 at a function's
+ * first instruction (push %rbp, maybe after endbr64): the return address is
+ * at [rsp]; right after the push, at [rsp+8] with the caller's rbp at
+ * [rsp]. AArch64 in a PLT stub, a leaf or a prologue: the return address
+ * still in x30 (step_a64_entry). Those are for interrupted frames; for a
+ * frame that called, the frame record at the frame pointer: saved fp at
+ * [fp], return address at [fp+8] (x86-64 rbp; AArch64 x29, whose record
+ * holds x29 and x30), the end of the stack at a frame pointer of 0.
+ * Anything else is not its frame (BK_STEP_NOT_MINE). */
+static int step_fp(struct uw_cursor *c)
 {
 	struct bk_space *s = c->space;
 	const struct arch_info *a = s->arch;
@@ -926,17 +941,45 @@ static int step_nocfi(struct uw_cursor *c)
 		if (k != 0)
 			return k;
 	}
+	if (c->at_pc)
+		return BK_STEP_NOT_MINE; /* the scan stepper's */
 
+	uint64_t frame = c->regs[fps];
+	if (!(c->valid & SLOT_BIT(fps)) || frame == 0)
+		return 0; /* the end of the frame-pointer chain (_start clears it) */
+	if (frame % w == 0 && frame >= sp && read_word(s, frame, &fp) == 0 &&
+	    read_word(s, frame + w, &ra) == 0)
+		return finish_fallback(c, frame + 2 * w, ra, true, fp, BK_HOW_FP);
+	return BK_STEP_NOT_MINE;
+}
+
+/* The scan stepper: an interrupted frame (the innermost, or one after a
+ * signal frame) that no CFI covers and no prologue rule took may be in
+ * code that keeps no frame pointer at all (_init, PLT stubs, assembly).
+ * There, in order: a plausible return address below the frame record whose
+ * direct call targets code at or before the PC (the call into the function
+ * we are in); the chain, if its return address is plausible; the first
+ * plausible return address above SP. Scans stop after SCAN_WORDS words;
+ * frames found by scanning are tagged BK_HOW_SCAN. A frame that called is
+ * not its frame. */
+static int step_scan(struct uw_cursor *c)
+{
+	struct bk_space *s = c->space;
+	const struct arch_info *a = s->arch;
+	unsigned sps = arch_slot(a, a->sp_reg), fps = arch_slot(a, a->fp_reg), pcs = pc_slot(a);
+	uint64_t sp, pc = c->regs[pcs], w = a->addr_size;
+	uint64_t ra, fp, ignored;
+	int err;
+
+	if (!c->at_pc)
+		return BK_STEP_NOT_MINE;
+	if ((err = resolve(c, sps, &sp)))
+		return err;
+	if ((c->valid & SLOT_BIT(fps)) && resolve(c, fps, &ignored) != 0)
+		c->valid &= ~SLOT_BIT(fps);
 	uint64_t frame = c->regs[fps];
 	bool chain = (c->valid & SLOT_BIT(fps)) && frame && frame % w == 0 && frame >= sp &&
 		     read_word(s, frame, &fp) == 0 && read_word(s, frame + w, &ra) == 0;
-	if (!c->at_pc) {
-		if (!(c->valid & SLOT_BIT(fps)) || frame == 0)
-			return 0; /* the end of the frame-pointer chain (_start clears it) */
-		if (!chain)
-			return BK_E_NO_UNWIND;
-		return finish_fallback(c, frame + 2 * w, ra, true, fp, BK_HOW_FP);
-	}
 	/* A function that keeps no frame pointer leaves rbp to its caller, whose
 	 * record would skip a frame. Prefer a return address near SP whose
 	 * direct call targets code at or before the PC (the function we are
@@ -961,7 +1004,7 @@ static int step_nocfi(struct uw_cursor *c)
 	}
 	if ((c->valid & SLOT_BIT(fps)) && frame == 0)
 		return 0;
-	return BK_E_NO_UNWIND;
+	return BK_STEP_NOT_MINE;
 }
 
 /* ---- Step ----------------------------------------------------------------- */
@@ -992,6 +1035,129 @@ int uw_decide(struct bk_space *s, const struct uw_module *m, uint64_t pc, uint64
 	return 0;
 }
 
+/* What the built-in steppers share for one step: the decision for the
+ * lookup PC (cached or made now), made when the first of them is asked. */
+struct decision {
+	bool made;
+	struct uw_crow crow;
+	struct cfi_cie cie;
+	struct cfi_row row;
+	const struct cfi_table *t;
+	struct uw_pin pin; /* the registration the row came from, if any */
+};
+
+static int decide(struct uw_cursor *c, uint64_t pc, uint64_t lookup, struct decision *d)
+{
+	struct bk_space *s = c->space;
+	d->made = true;
+	d->t = NULL;
+
+	/* Registered code first (libgcc searches registered frames before the
+	 * loaded objects); then, in this very process, the module is found
+	 * first: its identity tags the cached rows (code can be unloaded and
+	 * other code loaded there). */
+	struct uw_module tmp;
+	struct cfi_table tmp_table;
+	struct tgt_local_object obj;
+	uint64_t tag = 0;
+	const struct uw_module *rm = uw_reg_find(s, lookup, &tag, &d->pin);
+	bool known = !rm && s->local && uw_local_identify(lookup, &obj, &tag);
+	bool cached = uw_cache_get(s, lookup, tag, &d->crow);
+
+	/* Not decided yet, or decided to need the full row again. */
+	if (!cached || d->crow.kind == UW_KIND_CFI_SLOW) {
+		const struct uw_module *m = rm ? rm
+					    : !s->local ? uw_space_find(s, lookup)
+					    : known ? uw_local_module(s, &obj, &tmp, &tmp_table)
+						    : NULL;
+		int err = uw_decide(s, m, pc, lookup, &d->crow, &d->t, &d->cie, &d->row);
+		if (err)
+			return err;
+		/* A module described for this one use (no slot free, or its
+		 * index being built elsewhere) lends no lasting decision. */
+		if (!cached && m != &tmp)
+			uw_cache_put(s, lookup, tag, &d->crow);
+	}
+	return 0;
+}
+
+/* Built-in stepper ID on the current frame: 1, 0, BK_STEP_NOT_MINE or an
+ * error. */
+static int step_builtin(struct uw_cursor *c, unsigned id, uint64_t pc, uint64_t lookup,
+			struct decision *d)
+{
+	if (!d->made) {
+		int err = decide(c, pc, lookup, d);
+		if (err)
+			return err;
+	}
+	switch (id) {
+	case BK_STEPPER_SIGNAL:
+		return d->crow.kind == UW_KIND_SIGNAL ? step_signal(c) : BK_STEP_NOT_MINE;
+	case BK_STEPPER_CFI:
+		if (d->crow.kind == UW_KIND_CFI)
+			return step_fast(c, &d->crow);
+		if (d->crow.kind == UW_KIND_CFI_SLOW)
+			return step_cfi(c, &d->crow, &d->t->sec, &d->cie, &d->row);
+		return BK_STEP_NOT_MINE;
+	case BK_STEPPER_FP:
+		return d->crow.kind == UW_KIND_NONE ? step_fp(c) : BK_STEP_NOT_MINE;
+	case BK_STEPPER_SCAN:
+		return d->crow.kind == UW_KIND_NONE ? step_scan(c) : BK_STEP_NOT_MINE;
+	}
+	return BK_STEP_NOT_MINE;
+}
+
+/* Take the frame a user stepper made: whatever it says, a PC and an SP,
+ * and a CFA above the last one (unless that frame was a signal frame). */
+static int take_user_frame(struct uw_cursor *c, const struct bk_frame *out)
+{
+	const struct arch_info *a = c->space->arch;
+	uint64_t pc, sp;
+	if (!bk_regs_get(&out->regs, a->pc_reg, &pc) || !bk_regs_get(&out->regs, a->sp_reg, &sp))
+		return BK_E_INVAL;
+	uint64_t cfa = out->cfa ? out->cfa : sp;
+	if (c->depth > 0 && c->how != BK_HOW_SIGNAL && cfa <= c->cfa)
+		return BK_E_LOOP;
+	uint64_t valid = 0;
+	for (unsigned i = 0; i < a->nslots; i++)
+		if (bk_regs_get(&out->regs, a->slot_regno[i], &c->regs[i]))
+			valid |= SLOT_BIT(i);
+	c->valid = valid;
+	c->lazy = 0;
+	c->cfa = cfa;
+	c->how = BK_HOW_USER;
+	c->at_pc = out->interrupted != 0;
+	return 1;
+}
+
+/* Ask user stepper E for the current frame. */
+static int step_user(struct uw_cursor *c, const struct uw_chain_ent *e, uint64_t lookup)
+{
+	struct bk_frame in, out;
+	in.space = c->space;
+	uw_cursor_resolve_all(c);
+	bk_cursor_regs((const struct bk_cursor *)(const void *)c, &in.regs);
+	in.lookup_pc = lookup;
+	in.cfa = 0;
+	in.depth = c->depth;
+	in.interrupted = c->at_pc;
+	memset(&out, 0, sizeof(out));
+	out.space = c->space;
+	int r = uw_stepper_call(c->space, e, &in, &out);
+	if (r == BK_STEP_STEPPED)
+		return take_user_frame(c, &out);
+	if (r == BK_STEP_BOTTOM || r == BK_STEP_NOT_MINE || r < 0)
+		return r;
+	return BK_E_INVAL; /* not a step result */
+}
+
+static const unsigned builtin_order[] = { BK_STEPPER_SIGNAL, BK_STEPPER_CFI, BK_STEPPER_FP,
+					  BK_STEPPER_SCAN };
+static const int builtin_prio[] = { BK_PRIO_SIGNAL, BK_PRIO_CFI, BK_PRIO_FP, BK_PRIO_SCAN };
+
+/* One step: the chain, in order, until a stepper takes the frame. Without
+ * user steppers, the built-in ones. */
 static int step(struct uw_cursor *c)
 {
 	struct bk_space *s = c->space;
@@ -1001,43 +1167,35 @@ static int step(struct uw_cursor *c)
 		return 0; /* PC 0: the bottom of the stack */
 	uint64_t lookup = c->at_pc ? pc : pc - 1;
 
-	struct uw_crow crow;
-	struct cfi_cie cie;
-	struct cfi_row row;
-	const struct cfi_table *t = NULL;
-
-	/* In this very process the module is found first: its identity tags
-	 * the cached rows (code can be unloaded and other code loaded there). */
-	struct uw_module tmp;
-	struct cfi_table tmp_table;
-	struct tgt_local_object obj;
-	uint64_t tag = 0;
-	bool known = s->local && uw_local_identify(lookup, &obj, &tag);
-	bool cached = uw_cache_get(s, lookup, tag, &crow);
-
-	/* Not decided yet, or decided to need the full row again. */
-	if (!cached || crow.kind == UW_KIND_CFI_SLOW) {
-		const struct uw_module *m = !s->local ? uw_space_find(s, lookup)
-					    : known ? uw_local_module(s, &obj, &tmp, &tmp_table)
-						    : NULL;
-		int err = uw_decide(s, m, pc, lookup, &crow, &t, &cie, &row);
+	struct uw_chain chain;
+	chain.n = 0;
+	if (atomic_load_explicit(&s->steppers, memory_order_relaxed)) {
+		int err = uw_steppers_view(s, &chain);
 		if (err)
 			return err;
-		/* A module described for this one use (no slot free, or its
-		 * index being built elsewhere) lends no lasting decision. */
-		if (!cached && m != &tmp)
-			uw_cache_put(s, lookup, tag, &crow);
 	}
-
-	switch (crow.kind) {
-	case UW_KIND_SIGNAL:
-		return step_signal(c);
-	case UW_KIND_CFI:
-		return step_fast(c, &crow);
-	case UW_KIND_CFI_SLOW:
-		return step_cfi(c, &crow, &t->sec, &cie, &row);
+	struct decision d;
+	d.made = false;
+	d.pin.r = NULL;
+	int r = BK_STEP_NOT_MINE;
+	unsigned b = 0, u = 0, id = 0;
+	while (r == BK_STEP_NOT_MINE && (b < BK_ARRAY_LEN(builtin_order) || u < chain.n)) {
+		if (u == chain.n ||
+		    (b < BK_ARRAY_LEN(builtin_order) && builtin_prio[b] <= chain.e[u].prio)) {
+			id = builtin_order[b++];
+			r = step_builtin(c, id, pc, lookup, &d);
+		} else {
+			const struct uw_chain_ent *e = &chain.e[u++];
+			if (e->start != e->end && (lookup < e->start || lookup >= e->end))
+				continue;
+			id = e->id;
+			r = step_user(c, e, lookup);
+		}
 	}
-	return step_nocfi(c);
+	uw_unpin(&d.pin);
+	if (r == 1)
+		c->stepper = id;
+	return r == BK_STEP_NOT_MINE ? BK_E_NO_UNWIND : r;
 }
 
 int bk_cursor_step(struct bk_cursor *bc)

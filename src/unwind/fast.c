@@ -63,6 +63,18 @@ void uw_ftab_clear(struct uw_ftab *t)
 	atomic_store_explicit(&t->nx, 2, memory_order_release);
 }
 
+void uw_ftab_purge(struct uw_ftab *t, unsigned id)
+{
+	for (size_t i = 0; i < UW_FT_SETS; i++)
+		for (size_t w = 0; w < UW_FT_WAYS; w++) {
+			uint64_t e = atomic_load_explicit(&t->set[i][w], memory_order_relaxed);
+			if (e && (e >> UW_FT_RULE_BITS) >> 32 == id)
+				atomic_compare_exchange_strong_explicit(&t->set[i][w], &e, 0,
+									memory_order_relaxed,
+									memory_order_relaxed);
+		}
+}
+
 struct uw_ftab *uw_ftab_new(void)
 {
 	/* The funnel gives 16-byte alignment; sets want 64. The raw pointer is
@@ -287,10 +299,14 @@ struct walk_mod {
 	const struct uw_module *m;      /* of a space with a module array */
 	struct tgt_local_object obj;    /* of a local space, unless perm */
 	bool perm;                      /* a permanent module: obj not filled */
+	struct uw_reg *reg;             /* registered code (not cached), */
+	uint64_t reg_serial;            /* while it is this registration */
+	bool claimed;                   /* a user stepper may claim the PC */
 };
 struct walk_mods {
 	unsigned n, next;
 	struct walk_mod m[WALK_MODS];
+	struct walk_mod claimed;        /* what a claimed PC is given */
 };
 
 /* Learn the modules of local space S that are never unloaded (once; a
@@ -323,14 +339,53 @@ static void learn_permanent(struct bk_space *s)
 	atomic_store_explicit(&s->perm_state, 2, memory_order_release);
 }
 
-static const struct walk_mod *walk_module(struct bk_space *s, struct walk_mods *w, uint64_t pc)
+/* PC outside every module, or inside a module a user stepper's range
+ * meets: NULL, or, if a user stepper may claim PC, the walk's "claimed"
+ * entry: its rule is "no fast form" (walk_rule), so the frame is a cursor
+ * step where its registers are all known and the whole walk is the
+ * cursor's elsewhere; the cursor asks the chain. Never kept, never cached
+ * (its key matches nothing). */
+static const struct walk_mod *claimed(struct bk_space *s, struct walk_mods *w, uint64_t pc)
 {
-	for (unsigned i = 0; i < w->n; i++)
-		if (pc - w->m[i].start < w->m[i].len)
-			return &w->m[i];
+	if (!uw_steppers_claim(s, pc, 1))
+		return NULL;
+	struct walk_mod *c = &w->claimed;
+	c->start = pc;
+	c->len = 0;
+	c->keyhi = NOKEY;
+	c->m = NULL;
+	c->reg = NULL;
+	c->perm = false;
+	c->claimed = true;
+	return c;
+}
+
+/* A module the walk has not met yet (out of line: the hot loop meets one
+ * per module switch, and usually finds it among those it met). */
+__attribute__((noinline)) static const struct walk_mod *walk_module_new(struct bk_space *s,
+									 struct walk_mods *w,
+									 uint64_t pc)
+{
 	struct walk_mod *wm = &w->m[w->next];
 	wm->m = NULL;
+	wm->reg = NULL;
+	wm->claimed = false;
 	unsigned id = 0;
+	struct uw_pin pin;
+	uint64_t tag;
+	const struct uw_module *rm = uw_reg_find(s, pc, &tag, &pin);
+	if (rm) {
+		/* Registered code: its rules are decided at each use (the
+		 * registration may go; its serial is checked then). */
+		wm->reg = pin.r;
+		wm->reg_serial = pin.serial; /* the one validated: it may be gone by now */
+		wm->start = rm->start;
+		wm->len = rm->end - rm->start;
+		wm->keyhi = pin.r->ftid ? (uint64_t)pin.r->ftid << 32 : NOKEY;
+		wm->perm = false;
+		uw_unpin(&pin);
+		goto found;
+	}
 	if (s->local) {
 		uint32_t st = atomic_load_explicit(&s->perm_state, memory_order_acquire);
 		if (st == 0) {
@@ -352,7 +407,7 @@ static const struct walk_mod *walk_module(struct bk_space *s, struct walk_mods *
 		wm->perm = false;
 		uint64_t tag;
 		if (!uw_local_identify(pc, &wm->obj, &tag))
-			return NULL;
+			return claimed(s, w, pc);
 		struct uw_module tmp;
 		struct cfi_table tmp_table;
 		id = uw_local_module_id(s, uw_local_module(s, &wm->obj, &tmp, &tmp_table));
@@ -361,7 +416,7 @@ static const struct walk_mod *walk_module(struct bk_space *s, struct walk_mods *
 	} else {
 		const struct uw_module *m = uw_space_find(s, pc);
 		if (!m)
-			return NULL;
+			return claimed(s, w, pc);
 		wm->m = m;
 		wm->start = m->start;
 		wm->len = m->end - m->start;
@@ -372,10 +427,28 @@ static const struct walk_mod *walk_module(struct bk_space *s, struct walk_mods *
 		id = 0; /* offsets would not fit the key */
 	wm->keyhi = id ? (uint64_t)id << 32 : NOKEY;
 found:
+	/* A user stepper's range meets the module: its PCs are checked one by
+	 * one (len 0: neither this list nor the hot loop keeps it). A module
+	 * no range meets costs nothing more. */
+	if (uw_steppers_claim(s, wm->start, wm->len)) {
+		if (uw_steppers_claim(s, pc, 1))
+			return claimed(s, w, pc);
+		wm->len = 0;
+		return wm; /* not kept: the next new module takes its place */
+	}
 	w->next = (w->next + 1) % WALK_MODS;
 	if (w->n < WALK_MODS)
 		w->n++;
 	return wm;
+}
+
+static inline const struct walk_mod *walk_module(struct bk_space *s, struct walk_mods *w,
+						 uint64_t pc)
+{
+	for (unsigned i = 0; i < w->n; i++)
+		if (pc - w->m[i].start < w->m[i].len)
+			return &w->m[i];
+	return walk_module_new(s, w, pc);
 }
 
 /* The rule for the frame at PC (lookup LOOKUP) in WM (NULL: no module):
@@ -387,6 +460,8 @@ __attribute__((noinline)) static uint32_t walk_rule(struct bk_space *s,
 	if (!wm) /* unknown code: a sigreturn trampoline outside any module (qemu-user's),
 		  * known by its code as the cursor knows it, else the cursor's FP step */
 		return decide_rule(s, NULL, pc, lookup);
+	if (wm->claimed)
+		return R_POOL; /* no fast form: the cursor's step asks the chain */
 	uint64_t key = wm->keyhi | (lookup - wm->start);
 	if (wm->keyhi != NOKEY) {
 		uint64_t e = ft_find(s->ftab, key);
@@ -396,6 +471,20 @@ __attribute__((noinline)) static uint32_t walk_rule(struct bk_space *s,
 	const struct uw_module *m = wm->m;
 	struct uw_module tmp;
 	struct cfi_table tmp_table;
+	if (wm->reg) {
+		/* Decided and put while pinned: once the registration is
+		 * retired, nobody puts a rule under its id any more. */
+		struct uw_pin pin;
+		if (!uw_reg_pin(wm->reg, wm->reg_serial, &pin))
+			return R_POOL; /* gone meanwhile: the cursor decides */
+		uint32_t rule = decide_rule(s, &wm->reg->mod, pc, lookup);
+		if (wm->keyhi != NOKEY) {
+			uw_space_note_kept(s);
+			ft_put(s->ftab, key, rule);
+		}
+		uw_unpin(&pin);
+		return rule;
+	}
 	if (s->local) {
 		struct tgt_local_object obj = wm->obj;
 		uint64_t tag;
@@ -683,7 +772,8 @@ __attribute__((noinline)) static uint64_t walk_miss(struct walk_ctx *w, _Atomic 
 	/* walk_rule probes every way of the table, then decides. */
 	const struct walk_mod *wm = walk_module(w->s, &w->mods, lookup);
 	uint64_t e = key << UW_FT_RULE_BITS | walk_rule(w->s, wm, pc, lookup);
-	if (key >> 32 != NOKEY >> 32)
+	/* Not registered code's (its ids are reused): the memo is not purged. */
+	if (key >> 32 != NOKEY >> 32 && !(wm && wm->reg))
 		atomic_store_explicit(me, e, memory_order_relaxed);
 	return e;
 }

@@ -250,6 +250,7 @@ __attribute__((noinline)) int bk_cursor_init_local(struct bk_cursor *bc, struct 
 	uw_cursor_resolve_all(c);
 	c->depth = 0;
 	c->how = BK_HOW_INITIAL;
+	c->stepper = 0;
 	return 0;
 }
 

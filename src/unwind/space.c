@@ -57,6 +57,8 @@ void bk_space_destroy(struct bk_space *s)
 	base_free((void *)s->memo);
 	base_free(s->local);
 	base_free(s->owned_ctx);
+	uw_steppers_destroy(s);
+	uw_reg_destroy(s);
 	if (s->sym_state_free)
 		s->sym_state_free(s->sym_state);
 	base_free(s);
@@ -181,6 +183,43 @@ int bk_space_add_module(struct bk_space *s, const struct bk_module_desc *d)
 	return uw_space_add(s, d->start, d->end, d->base, d->path, elf);
 }
 
+int bk_space_add_module_image(struct bk_space *s, const struct bk_module_image *d)
+{
+	if (!s || !d || d->size < sizeof(*d) || !d->image || d->end <= d->start)
+		return BK_E_INVAL;
+	struct bk_elf *elf;
+	int err = bk_elf_open_memory(d->image, d->len, &elf);
+	if (err)
+		return err;
+	if (bk_elf_arch(elf) != s->arch->arch) {
+		bk_elf_close(elf);
+		return BK_E_UNSUPPORTED;
+	}
+	/* A local space finds its modules through the dynamic linker, and
+	 * walks run while modules come and go: registered code. */
+	if (s->local)
+		return uw_reg_add_image(s, elf, d->start, d->end, d->base, d->name);
+	return uw_space_add(s, d->start, d->end, d->base, d->name, elf);
+}
+
+int bk_space_remove_module_image(struct bk_space *s, uint64_t start)
+{
+	if (!s)
+		return BK_E_INVAL;
+	if (s->local)
+		return uw_reg_remove_image(s, start);
+	for (size_t i = 0; i < s->nmods; i++) {
+		if (s->mods[i].start != start)
+			continue;
+		module_free(&s->mods[i]);
+		memmove(&s->mods[i], &s->mods[i + 1], (s->nmods - i - 1) * sizeof(s->mods[0]));
+		s->nmods--;
+		uw_space_forget_rows(s);
+		return 0;
+	}
+	return BK_E_NOT_FOUND;
+}
+
 const struct uw_module *uw_space_find(const struct bk_space *s, uint64_t pc)
 {
 	size_t lo = BASE_COUNT_LE(s->mods, s->nmods, start, pc);
@@ -194,9 +233,21 @@ int bk_space_module_at(const struct bk_space *s, uint64_t addr, struct bk_module
 	struct uw_module tmp;
 	struct cfi_table tmp_table;
 	uint64_t tag;
-	const struct uw_module *m = s->local
-		? uw_local_find((struct bk_space *)s, addr, &tmp, &tmp_table, &tag)
-		: uw_space_find(s, addr);
+	/* Registered code first, as walks see it (its strings live until it
+	 * is removed). */
+	struct uw_pin pin;
+	const struct uw_module *m = uw_reg_find((struct bk_space *)s, addr, &tag, &pin);
+	if (m) {
+		info->path = m->path ? m->path : "";
+		info->start = m->start;
+		info->end = m->end;
+		info->bias = m->bias;
+		info->has_cfi = m->eh_table || m->debug_table;
+		uw_unpin(&pin);
+		return 0;
+	}
+	m = s->local ? uw_local_find((struct bk_space *)s, addr, &tmp, &tmp_table, &tag)
+		     : uw_space_find(s, addr);
 	if (!m)
 		return BK_E_NOT_FOUND;
 	info->path = m->path;

@@ -231,6 +231,127 @@ struct uw_local_slot {
 };
 #define UW_LOCAL_SLOTS 512
 
+/* ---- Registered code (registry.c) ----------------------------------------
+ *
+ * Code described from memory rather than found as a module: .eh_frame
+ * sections registered for a code range (bk_space_register_eh_frame) and, on
+ * a local space, ELF images (bk_space_add_module_image). Walks find a
+ * registration without locks and pin it while they use it; removal
+ * unpublishes it, then waits until no walk pins it, then frees it. */
+#define UW_REG_CHUNK 256
+#define UW_REG_CHUNKS 64      /* 16384 registrations per space */
+struct uw_reg {
+	_Atomic uint64_t serial;       /* 0: not published; else never reused */
+	_Atomic uint32_t users;        /* walks pinning it now */
+	_Atomic uint64_t start, end;   /* the lookup PCs it covers */
+	uint32_t state;                /* (under the lock) 0 free, 1 taken */
+	uint32_t ftid;                 /* its module id in the PC-only walk's rule
+					  table (local spaces), or 0: not cached */
+	const void *key;               /* the .eh_frame registered, or NULL */
+	struct uw_module mod;          /* its tables (bias 0 for an .eh_frame) */
+	struct cfi_table table;        /* a registered .eh_frame's index (owned) */
+};
+struct uw_reg_chunk {
+	_Atomic uint64_t lo, hi;       /* every live range of the chunk inside */
+	_Atomic uint32_t used;         /* slots ever taken: lookups look below */
+	struct uw_reg r[UW_REG_CHUNK];
+};
+struct uw_registry {
+	void *lock;                    /* a pthread mutex (registry.c) */
+	uint64_t next_serial;
+	uint64_t ftids[8];             /* rule-table ids taken (bit i: UW_REG_FTID0 + i) */
+	_Atomic uint64_t lo, hi;       /* every live range inside */
+	_Atomic uint32_t nchunks;
+	_Atomic(struct uw_reg_chunk *) chunk[UW_REG_CHUNKS];
+};
+/* Rule-table module ids of registered code on a local space: above the
+ * local slots' (1..UW_LOCAL_SLOTS), up to UW_FT_MAX_ID. An id is given
+ * back only after the registration is retired and the table purged of its
+ * entries (rules are put while pinned), and the walk memo never holds
+ * them, so a later registration under the same id meets no stale rule. */
+#define UW_REG_FTID0 513
+#define UW_REG_NFTIDS 510
+/* Remove every rule-table entry of module id ID (fast.c). */
+BK_HIDDEN void uw_ftab_purge(struct uw_ftab *t, unsigned id);
+/* A registration a walk uses: pinned until uw_unpin. */
+struct uw_pin {
+	struct uw_reg *r;
+	uint64_t serial;               /* the registration pinned */
+};
+/* The registration of S covering lookup PC, pinned (*PIN), its module and
+ * *TAG (for the row cache: never that of another registration); NULL when
+ * none. AS-safe, lock-free. */
+static inline const struct uw_module *uw_reg_find(struct bk_space *s, uint64_t pc,
+						  uint64_t *tag, struct uw_pin *pin);
+BK_HIDDEN const struct uw_module *uw_reg_find_slow(struct bk_space *s, uint64_t pc,
+						   uint64_t *tag, struct uw_pin *pin);
+/* Pin R again if it is still registration SERIAL (never 0: a slot being
+ * retired has serial 0). AS-safe. */
+BK_HIDDEN bool uw_reg_pin(struct uw_reg *r, uint64_t serial, struct uw_pin *pin);
+static inline void uw_unpin(struct uw_pin *pin)
+{
+	if (pin->r) {
+		atomic_fetch_sub(&pin->r->users, 1);
+		pin->r = NULL;
+	}
+}
+/* Register an opened ELF image (taken over) of a local space for
+ * [START, END), lowest PT_LOAD at BASE; remove the one at START. Cold. */
+BK_HIDDEN int uw_reg_add_image(struct bk_space *s, struct bk_elf *elf, uint64_t start,
+			       uint64_t end, uint64_t base, const char *name);
+BK_HIDDEN int uw_reg_remove_image(struct bk_space *s, uint64_t start);
+/* Free every registration of S (cold: no walk may run). */
+BK_HIDDEN void uw_reg_destroy(struct bk_space *s);
+
+/* ---- User steppers (stepper.c) ---------------------------------------------
+ *
+ * A fixed table of user steppers per space and the chain order, published
+ * in two buffers: a writer (under a lock) fills the one readers are not
+ * told about, then advances the generation; a reader copies the buffer of
+ * the generation it read and accepts the copy if the generation did not
+ * move meanwhile (a writer interrupted by the reader, even in a signal
+ * handler of its own thread, never holds it up: it writes the other
+ * buffer). A call pins its stepper (users), so removal can wait for calls
+ * in progress. */
+#define UW_MAX_STEPPERS 32
+struct uw_user_stepper {
+	_Atomic uint32_t id;           /* 0: free or being removed */
+	_Atomic uint32_t users;
+	struct bk_stepper st;
+};
+struct uw_chain_ent {
+	uint32_t id;
+	uint32_t slot;
+	int32_t prio;
+	uint64_t start, end;
+};
+struct uw_chain {
+	uint32_t n;
+	uint32_t nrangeless;
+	uint64_t lo, hi;               /* every range inside */
+	struct uw_chain_ent e[UW_MAX_STEPPERS]; /* user steppers, in chain order */
+};
+struct uw_steppers {
+	void *lock;
+	uint32_t next_id;
+	_Atomic uint32_t gen;
+	struct uw_chain buf[2];
+	struct uw_user_stepper slot[UW_MAX_STEPPERS];
+};
+/* Copy S's user chain into *OUT: 0, or BK_E_LIMIT when writers kept it
+ * moving. OUT->n is 0 when there are none. AS-safe. */
+BK_HIDDEN int uw_steppers_view(struct bk_space *s, struct uw_chain *out);
+/* Whether a user stepper of S may claim a lookup PC in [LO, LO + LEN): one
+ * with no range, or a range meeting it. AS-safe; the cheap no-stepper case
+ * is one load. */
+BK_HIDDEN bool uw_steppers_claim_slow(struct uw_steppers *st, uint64_t lo, uint64_t len);
+static inline bool uw_steppers_claim(struct bk_space *s, uint64_t lo, uint64_t len);
+/* Call user stepper E (pinned for the call): its result, or
+ * BK_STEP_NOT_MINE when it was removed meanwhile. AS-safe if it is. */
+BK_HIDDEN int uw_stepper_call(struct bk_space *s, const struct uw_chain_ent *e,
+			      const struct bk_frame *in, struct bk_frame *out);
+BK_HIDDEN void uw_steppers_destroy(struct bk_space *s);
+
 struct bk_space {
 	const struct arch_info *arch;
 	struct bk_target_ops ops;
@@ -270,7 +391,26 @@ struct bk_space {
 	unsigned flags;        /* enum bk_space_flags */
 	uint64_t pac_mask;     /* AArch64, not local: the bits a signed return address
 				* carries (a core's NT_ARM_PAC_MASK); 0: above bit 47 */
+	/* Allocated on first use, freed with the space (never for the
+	 * process-wide one): user steppers, registered code. */
+	_Atomic(struct uw_steppers *) steppers;
+	_Atomic(struct uw_registry *) registry;
 };
+
+static inline const struct uw_module *uw_reg_find(struct bk_space *s, uint64_t pc,
+						  uint64_t *tag, struct uw_pin *pin)
+{
+	pin->r = NULL;
+	if (!atomic_load_explicit(&s->registry, memory_order_relaxed))
+		return NULL; /* nothing was ever registered: the common case */
+	return uw_reg_find_slow(s, pc, tag, pin);
+}
+
+static inline bool uw_steppers_claim(struct bk_space *s, uint64_t lo, uint64_t len)
+{
+	struct uw_steppers *st = atomic_load_explicit(&s->steppers, memory_order_acquire);
+	return st && uw_steppers_claim_slow(st, lo, len);
+}
 
 /* The module of this process holding PC: a slot, or TMP filled for this
  * use when every slot is taken; *TAG names it for the cache. AS-safe.
@@ -372,6 +512,7 @@ struct uw_cursor {
 	uint8_t how;         /* enum bk_frame_how */
 	uint8_t at_pc;       /* look up the PC itself, not PC - 1 */
 	uint8_t done;
+	uint32_t stepper;    /* BK_STEPPER_* or a user stepper's id; 0 initial */
 	int err;
 };
 
