@@ -894,7 +894,8 @@ static int step_a64_entry(struct uw_cursor *c, uint64_t sp, uint64_t pc)
 /* The frame-pointer stepper: no CFI covers the PC. x86-64 at a function's
  * first instruction (push %rbp, maybe after endbr64): the return address is
  * at [rsp]; right after the push, at [rsp+8] with the caller's rbp at
- * [rsp]. AArch64 in a PLT stub, a leaf or a prologue: the return address
+ * [rsp]; the same in the epilogue, at pop %rbp before a ret, and at the
+ * ret itself (return address at [rsp]). AArch64 in a PLT stub, a leaf or a prologue: the return address
  * still in x30 (step_a64_entry). Those are for interrupted frames; for a
  * frame that called, the frame record at the frame pointer: saved fp at
  * [fp], return address at [fp+8] (x86-64 rbp; AArch64 x29, whose record
@@ -924,15 +925,29 @@ static int step_fp(struct uw_cursor *c)
 			      code[3] == 0xfa && code[4] == 0x55);
 		bool after_push = before == 0x55 && code[0] == 0x48 && code[1] == 0x89 &&
 				  code[2] == 0xe5;
+		/* The epilogue, mirrored: at a ret (ret, rep ret, ret imm16) the
+		 * return address is at [rsp] and rbp is already the caller's;
+		 * at pop %rbp; ret the caller's rbp is at [rsp], the return
+		 * address at [rsp+8]. (Following rbp there would skip the
+		 * caller, which the scan can tell only when the call was direct.) */
+		bool at_ret = code[0] == 0xc3 || code[0] == 0xc2 ||
+			      (code[0] == 0xf3 && code[1] == 0xc3);
+		bool pop_ret = code[0] == 0x5d &&
+			       (code[1] == 0xc3 || (code[1] == 0xf3 && code[2] == 0xc3));
 		if (entry) {
 			if ((err = read_word(s, sp, &ra)))
 				return err;
 			return finish_fallback(c, sp + 8, ra, false, 0, BK_HOW_FP);
 		}
-		if (after_push) {
+		if (after_push || pop_ret) {
 			if ((err = read_word(s, sp, &fp)) || (err = read_word(s, sp + 8, &ra)))
 				return err;
 			return finish_fallback(c, sp + 16, ra, true, fp, BK_HOW_FP);
+		}
+		if (at_ret) {
+			if ((err = read_word(s, sp, &ra)))
+				return err;
+			return finish_fallback(c, sp + 8, ra, false, 0, BK_HOW_FP);
 		}
 	}
 
