@@ -12,8 +12,9 @@ packages=(
 	# split DWARF packages (llvm-dwp-14; binutils has dwp), and Debian's debug
 	# files of python3.11, the live test of a distribution's own program
 	llvm-14 python3.11-dbg
-	# a JIT that writes perf maps (/tmp/perf-PID.map): tests/live/node_test.py
-	nodejs
+	# a JIT that writes perf maps (/tmp/perf-PID.map): tests/live/node_test.py;
+	# a libc without unwind tables (static musl): tests/live/musl_test.py
+	nodejs musl-tools
 	groff-base # (the man page is checked by rendering it: tests/install_check.sh)
 	gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross
 	# The AArch64 build (cross/aarch64-linux-gnu.ini), tested under qemu-user:

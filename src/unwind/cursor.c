@@ -706,6 +706,33 @@ static bool call_target(struct bk_space *s, uint64_t ra, uint64_t *target)
 	return true;
 }
 
+/* Whether the call that returns to RA enters the function holding PC: its
+ * direct target at or before PC (within 64 KiB), or a stub there that
+ * jumps on to such code (jmp rel32 / rel8: an alias like musl's
+ * __syscall_cp, a thunk), one jump followed. */
+static bool calls_into(struct bk_space *s, uint64_t ra, uint64_t pc)
+{
+	uint64_t target;
+	if (!call_target(s, ra, &target))
+		return false;
+	if (target <= pc && pc - target < 0x10000)
+		return true;
+	if (s->arch->arch != BK_ARCH_X86_64)
+		return false;
+	uint8_t j[5];
+	if (s->ops.read_mem(s->ctx, target, j, 2) != 0)
+		return false;
+	uint64_t to;
+	if (j[0] == 0xeb)
+		to = target + 2 + (uint64_t)base_sext(j[1], 8);
+	else if (j[0] == 0xe9 && s->ops.read_mem(s->ctx, target, j, 5) == 0)
+		to = target + 5 + (uint64_t)base_sext((uint32_t)j[1] | (uint32_t)j[2] << 8 |
+						      (uint32_t)j[3] << 16 | (uint32_t)j[4] << 24, 32);
+	else
+		return false;
+	return to <= pc && pc - to < 0x10000;
+}
+
 /* A value that could be a return address: inside a known module, right
  * after a call. */
 static bool plausible_ra(struct bk_space *s, uint64_t ra)
@@ -962,8 +989,10 @@ static int step_fp(struct uw_cursor *c)
 	uint64_t frame = c->regs[fps];
 	if (!(c->valid & SLOT_BIT(fps)) || frame == 0)
 		return 0; /* the end of the frame-pointer chain (_start clears it) */
+	/* A record without a return address (0) is not one: rbp was not this
+	 * function's (the scan stepper looks for its caller's call). */
 	if (frame % w == 0 && frame >= sp && read_word(s, frame, &fp) == 0 &&
-	    read_word(s, frame + w, &ra) == 0)
+	    read_word(s, frame + w, &ra) == 0 && ra != 0)
 		return finish_fallback(c, frame + 2 * w, ra, true, fp, BK_HOW_FP);
 	return BK_STEP_NOT_MINE;
 }
@@ -986,10 +1015,22 @@ static int step_scan(struct uw_cursor *c)
 	uint64_t ra, fp, ignored;
 	int err;
 
-	if (!c->at_pc)
-		return BK_STEP_NOT_MINE;
 	if ((err = resolve(c, sps, &sp)))
 		return err;
+	if (!c->at_pc) {
+		/* A frame that called, whose frame record gave no return
+		 * address (the frame-pointer stepper passed it on): a function
+		 * that keeps no frame pointer (musl's pause) under one that
+		 * does not either. Its caller's call is found as above. */
+		for (unsigned i = 0; i < SCAN_WORDS; i++) {
+			uint64_t slot = sp + i * w, v;
+			if (read_word(s, slot, &v))
+				break;
+			if (calls_into(s, v, pc - 1) && plausible_ra(s, v))
+				return finish_fallback(c, slot + w, v, false, 0, BK_HOW_SCAN);
+		}
+		return BK_STEP_NOT_MINE;
+	}
 	if ((c->valid & SLOT_BIT(fps)) && resolve(c, fps, &ignored) != 0)
 		c->valid &= ~SLOT_BIT(fps);
 	uint64_t frame = c->regs[fps];
@@ -1003,9 +1044,7 @@ static int step_scan(struct uw_cursor *c)
 		uint64_t slot = sp + i * w, v;
 		if ((chain && slot >= frame) || read_word(s, slot, &v))
 			break;
-		uint64_t target;
-		if (call_target(s, v, &target) && target <= pc && pc - target < 0x10000 &&
-		    plausible_ra(s, v))
+		if (calls_into(s, v, pc) && plausible_ra(s, v))
 			return finish_fallback(c, slot + w, v, false, 0, BK_HOW_SCAN);
 	}
 	if (chain && plausible_ra(s, ra))
