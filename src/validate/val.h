@@ -453,7 +453,7 @@ BK_HIDDEN int val_rsp_linux_to_gdb_sig(int sig);
 /* Registers of a target description (GDB's target.xml and the files it
  * includes): each <reg> element's name, size and number (default: the
  * previous one's + 1, across files, as GDB numbers them). */
-#define VAL_RSP_MAX_REGS 256
+#define VAL_RSP_MAX_REGS 2048
 #define VAL_RSP_MAX_INCLUDES 8
 struct val_rsp_tdesc {
 	unsigned nregs, next;

@@ -116,6 +116,8 @@ struct gr {
 	bool gone;                /* exited or killed */
 	bool exec_told;
 	bool have_pending;        /* a stop reply read ahead (stepping off a bp) */
+	uint64_t temp_bp;         /* a step with a signal: our breakpoint there */
+	bool have_temp;
 	struct val_rsp_stop pending;
 	/* Registers. */
 	struct regmap map[64];
@@ -195,9 +197,14 @@ static int send_all(struct gr *g, const char *buf, size_t len)
 	return 0;
 }
 
+/* BACKSTEP_RSP_TRACE set: every packet to stderr (for a stub's author). */
+static bool trace_on = false;
+
 static int send_packet(struct gr *g, const char *data)
 {
 	char buf[1024];
+	if (trace_on)
+		fprintf(stderr, "rsp> %s\n", data);
 	size_t n = val_rsp_frame(data, strlen(data), buf, sizeof(buf));
 	if (!n)
 		return lose(g, "internal: packet too long");
@@ -258,6 +265,8 @@ static int recv_packet(struct gr *g, bool interruptible, double deadline)
 		if (r)
 			return r;
 		if (it == VAL_RSP_PACKET) {
+			if (trace_on)
+				fprintf(stderr, "rsp< %.4000s\n", (const char *)g->rx->data);
 			if (!g->noack && (r = send_all(g, "+", 1)))
 				return r;
 			return 0;
@@ -395,7 +404,8 @@ static int dwarf_of(enum bk_arch arch, const char *name, unsigned *size)
 			return 31;
 		if (!strcmp(name, "pc"))
 			return 32;
-		if ((name[0] == 'v' || name[0] == 'd') && name[1]) {
+		/* d8-d15: the low halves of v8-v15, or of z8-z15 with SVE. */
+		if ((name[0] == 'v' || name[0] == 'd' || name[0] == 'z') && name[1]) {
 			char *e;
 			long v = strtol(name + 1, &e, 10);
 			if (!*e && v >= 8 && v <= 15)
@@ -514,6 +524,11 @@ static int fetch_regs(struct gr *g)
 		return lose(g, "the stub's registers are not hex");
 	g->g_len = (size_t)n;
 	unsigned need_p = 0;
+	if (trace_on)
+		for (unsigned i = 0; i < g->nmap; i++)
+			fprintf(stderr, "rsp: dwarf %u = regnum %u at %zu (%u of %u bytes)%s\n",
+				g->map[i].dwarf, g->map[i].regnum, g->map[i].off, g->map[i].size,
+				g->map[i].full, g->map[i].off + g->map[i].full <= g->g_len ? " in g" : "");
 	for (unsigned i = 0; i < g->nmap; i++) {
 		const struct regmap *m = &g->map[i];
 		if (m->off + m->full <= g->g_len) {
@@ -991,6 +1006,25 @@ static int gr_resume(struct val_driver *d, int tid, enum val_resume how, int sig
 	if (r)
 		return r;
 	uint64_t pc = cur_pc(g);
+	if (how == VAL_RESUME_STEP && sig) {
+		/* A step that delivers a signal must stop at the handler's
+		 * first instruction, not yet run; qemu-user's gdbstub runs it
+		 * before it stops. So the signal goes with a continue: the
+		 * thread stops at the handler's entry breakpoint (the checker
+		 * has one on every function of the checked code), or, when the
+		 * handler is elsewhere or the signal is ignored, back here at
+		 * a breakpoint of ours; either stop is the step's. */
+		if (!bp_at(g, pc)) {
+			if ((r = z_packet(g, 'Z', pc)) == 0) {
+				g->temp_bp = pc;
+				g->have_temp = true;
+			} else if (r != BK_E_MEMORY && r != BK_E_UNSUPPORTED) {
+				return r;
+			}
+		}
+		if (g->have_temp || bp_at(g, pc))
+			return send_resume(g, false, sig);
+	}
 	if (bp_at(g, pc)) {
 		/* Step off our breakpoint with it lifted. */
 		if ((r = z_packet(g, 'z', pc)) < 0 && r != BK_E_MEMORY)
@@ -1081,6 +1115,14 @@ static int gr_wait(struct val_driver *d, struct val_event *ev)
 			}
 		} else {
 			return lose(g, "internal: waiting while nothing runs");
+		}
+		if (g->have_temp) {
+			g->have_temp = false;
+			if (st.kind == 'T') {
+				int r = z_packet(g, 'z', g->temp_bp);
+				if (r && r != BK_E_MEMORY)
+					return r;
+			}
 		}
 		if (st.kind == 'W') {
 			exited_event(g, ev, (st.code & 0xff) << 8);
@@ -1468,6 +1510,7 @@ static int gr_start(char *const *argv, const struct val_driver_opts *o, struct v
 	}
 	g->base.ops = &val_gdbremote_driver;
 	g->fd = -1;
+	trace_on = getenv("BACKSTEP_RSP_TRACE") != NULL;
 	g->timeout_ms = o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
 	g->rx = base_alloc(sizeof(*g->rx));
 	g->blocks = base_calloc(NBLOCKS, sizeof(*g->blocks));

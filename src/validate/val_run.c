@@ -1238,8 +1238,11 @@ static void on_step_stop(struct run *r, struct thread *t, int sig)
 	/* Out of longjmp or the unwinder: SP passed its entry's CFA by a
 	 * jump (a move to RSP inside it does not count). */
 	bool jumped = !(t->have_pending && pc_of(r, &u) == t->pending.pc + t->pending.len);
-	while (t->nesc && jumped && sp_of(r, &u) >= t->esc_cfa[t->nesc - 1])
+	bool landed = false;
+	while (t->nesc && jumped && past(r, sp_of(r, &u), t->esc_cfa[t->nesc - 1])) {
 		t->nesc--;
+		landed = true;
+	}
 	if (!sig)
 		r->res->stats.insns_stepped++;
 	bool entered = false;
@@ -1255,6 +1258,10 @@ static void on_step_stop(struct run *r, struct thread *t, int sig)
 	}
 	if (!entered)
 		settle(r, t, now);
+	/* Landed from longjmp or the unwinder: no frame the jump passed is
+	 * live, not even one whose CFA is SP (where calls push nothing). */
+	if (landed)
+		val_shadow_drop_dead(&t->shadow, sp_of(r, &u), false);
 	if (!sig) {
 		at_instruction(r, t, &u, true, 0);
 		return;
