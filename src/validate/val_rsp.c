@@ -274,7 +274,7 @@ int val_rsp_parse_stop(const char *pkt, size_t len, struct val_rsp_stop *out)
 
 /* GDB's numbers (include/gdb/signals.def) for Linux's first 31 signals. */
 static const struct {
-	uint8_t gdb, linux;
+	uint8_t gdb, host;
 } sigmap[] = {
 	{ 1, SIGHUP }, { 2, SIGINT }, { 3, SIGQUIT }, { 4, SIGILL }, { 5, SIGTRAP },
 	{ 6, SIGABRT }, { 8, SIGFPE }, { 9, SIGKILL }, { 10, SIGBUS }, { 11, SIGSEGV },
@@ -288,7 +288,7 @@ int val_rsp_gdb_to_linux_sig(int gdb)
 {
 	for (size_t i = 0; i < sizeof(sigmap) / sizeof(*sigmap); i++)
 		if (sigmap[i].gdb == gdb)
-			return sigmap[i].linux;
+			return sigmap[i].host;
 	/* GDB_SIGNAL_REALTIME_34.. are 46..(46+29), then 78.. for 64 and up:
 	 * only the common range is mapped. */
 	if (gdb >= 46 && gdb <= 75)
@@ -299,7 +299,7 @@ int val_rsp_gdb_to_linux_sig(int gdb)
 int val_rsp_linux_to_gdb_sig(int sig)
 {
 	for (size_t i = 0; i < sizeof(sigmap) / sizeof(*sigmap); i++)
-		if (sigmap[i].linux == sig)
+		if (sigmap[i].host == sig)
 			return sigmap[i].gdb;
 	if (sig >= 34 && sig <= 63)
 		return 46 + (sig - 34);
