@@ -215,6 +215,8 @@ struct val_arch {
 	unsigned nr_reg;          /* slot of the system call number */
 	unsigned sig_reg;         /* slot of a handler's first argument */
 	unsigned restart_len;     /* a restarted system call: PC moved back so far */
+	uint8_t syscall_insn[4];  /* the system call instruction (syscall; svc #0) */
+	uint8_t syscall_len;
 	uint64_t nr_mmap, nr_mprotect, nr_munmap, nr_mremap, nr_pkey_mprotect, nr_rt_sigreturn;
 };
 /* NULL when the validator does not know ARCH. */

@@ -230,7 +230,11 @@ static int next_item(struct gr *g, enum val_rsp_item *item, bool interruptible, 
 		g->in_pos = g->in_len = 0;
 		double left = deadline - now_ms();
 		if (left <= 0)
-			return lose(g, "the stub sent no answer for %u s", g->timeout_ms / 1000);
+			return lose(g, "the stub sent no answer for %u s%s", g->timeout_ms / 1000,
+				    g->running && g->how == VAL_RESUME_STEP
+					    ? " to a single step (a thread the driver does not follow "
+					      "holding the program? it follows one thread)"
+					    : "");
 		struct pollfd p = { .fd = g->fd, .events = POLLIN };
 		int r = poll(&p, 1, left > 1e9 ? 1000000000 : (int)left + 1);
 		if (r < 0 && errno == EINTR) {
@@ -497,6 +501,11 @@ static uint64_t le(const uint8_t *p, unsigned n)
 	return v;
 }
 
+static uint64_t cur_pc(struct gr *g)
+{
+	return g->regs.val[arch_get(g->base.arch)->pc_reg];
+}
+
 static int fetch_regs(struct gr *g)
 {
 	if (g->regs_valid)
@@ -587,13 +596,12 @@ static int fetch_regs(struct gr *g)
 	if (!bk_regs_get(&g->regs, ai->sp_reg, &v) || !bk_regs_get(&g->regs, ai->pc_reg, &v))
 		return lose(g, "the stub's registers hold no SP or PC");
 	g->regs_valid = true;
+	if (trace_on)
+		fprintf(stderr, "rsp: pc %llx sp %llx\n", (unsigned long long)cur_pc(g),
+			(unsigned long long)g->regs.val[ai->sp_reg]);
 	return 0;
 }
 
-static uint64_t cur_pc(struct gr *g)
-{
-	return g->regs.val[arch_get(g->base.arch)->pc_reg];
-}
 
 /* ---- Memory ------------------------------------------------------------------- */
 
@@ -1013,6 +1021,35 @@ static int read_stop(struct gr *g, struct val_rsp_stop *st, bool interruptible)
 	return 0;
 }
 
+/* Is the instruction at PC rt_sigreturn's system call? Then *BACK is
+ * where it returns: the PC in the signal frame at SP (src/arch's layout:
+ * the trampoline runs with SP ucontext_off below the ucontext). */
+static bool sigreturn_target(struct gr *g, uint64_t pc, uint64_t *back)
+{
+	const struct val_arch *va = val_arch_get(g->base.arch);
+	const struct arch_info *ai = arch_get(g->base.arch);
+	uint8_t code[4];
+	uint64_t nr, sp;
+	if (!va || !va->syscall_len ||
+	    gr_read(&g->base, pc, code, va->syscall_len) != va->syscall_len ||
+	    memcmp(code, va->syscall_insn, va->syscall_len) ||
+	    !bk_regs_get(&g->regs, ai->slot_regno[va->nr_reg], &nr) || nr != va->nr_rt_sigreturn ||
+	    !bk_regs_get(&g->regs, ai->sp_reg, &sp))
+		return false;
+	const struct arch_sigframe *sf = &ai->sigframe;
+	for (unsigned i = 0; i < sf->nregs; i++) {
+		if (sf->reg[i].regno != ai->pc_reg)
+			continue;
+		uint8_t b[8];
+		uint64_t at = sp + sf->ucontext_off + sf->gregs_off + sf->reg[i].off;
+		if (gr_read(&g->base, at, b, 8) != 8)
+			return false;
+		*back = le(b, 8);
+		return *back != 0;
+	}
+	return false;
+}
+
 static int gr_resume(struct val_driver *d, int tid, enum val_resume how, int sig)
 {
 	struct gr *g = gr_of(d);
@@ -1024,6 +1061,28 @@ static int gr_resume(struct val_driver *d, int tid, enum val_resume how, int sig
 	if (r)
 		return r;
 	uint64_t pc = cur_pc(g);
+	uint64_t back;
+	if (how == VAL_RESUME_STEP && !sig && sigreturn_target(g, pc, &back)) {
+		/* A step over rt_sigreturn: qemu-user's runs the first
+		 * instruction after the return too. So it runs to a
+		 * breakpoint where the signal frame says it returns; the stop
+		 * there is the step's. */
+		if (!bp_at(g, back)) {
+			if ((r = z_packet(g, 'Z', back)) == 0) {
+				g->temp_bp = back;
+				g->have_temp = true;
+			} else if (r != BK_E_MEMORY && r != BK_E_UNSUPPORTED) {
+				return r;
+			}
+		}
+		if ((g->have_temp || bp_at(g, back)) && !bp_at(g, pc))
+			return send_resume(g, false, 0);
+		if (g->have_temp) {
+			g->have_temp = false;
+			if ((r = z_packet(g, 'z', back)) < 0 && r != BK_E_MEMORY)
+				return r;
+		}
+	}
 	if (how == VAL_RESUME_STEP && sig) {
 		/* A step that delivers a signal must stop at the handler's
 		 * first instruction, not yet run; qemu-user's gdbstub runs it

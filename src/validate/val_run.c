@@ -949,10 +949,22 @@ static void handler_entry(struct run *r, struct thread *t, const uint64_t now[VA
 	if (sigframe_sp_pc(r, now[a->sp], &fsp, &fpc)) {
 		if (fsp != in[a->sp])
 			st->anomalies++;
-		if (fpc == ip || fpc == ip - a->restart_len)
+		if (fpc == ip || fpc == ip - a->restart_len) {
 			ip = fpc;
-		else
+		} else if (fsp == in[a->sp]) {
+			/* The signal was delivered further on than where it was
+			 * reported: instructions ran that the shadow stack did
+			 * not see (qemu-user does this with signals that arrive
+			 * while it steps). Nothing checked from here would be
+			 * sure: the run ends, said so. */
+			set_error(r, "thread %d: signal %d was delivered at 0x%llx, after it was "
+				     "reported at 0x%llx (instructions ran unseen); the run cannot go on",
+				  t->tid, t->entering_sig, (unsigned long long)fpc, (unsigned long long)ip);
+			r->dops->kill(r->d);
+			return;
+		} else {
 			st->anomalies++;
+		}
 	}
 	uint64_t isp = in[a->sp], hsp = now[a->sp];
 	struct val_frame m = {
