@@ -8,13 +8,16 @@
  * never helps the unwinder) and compares each frame the shadow stack knows:
  * return address, CFA and callee-saved registers.
  *
- * The shadow stack. At a `call` (all forms) it records, after the step, the
+ * The shadow stack. At a call (x86-64 `call`, all forms; AArch64 `bl`,
+ * `blr` and their authenticated forms) it records, after the step, the
  * return address (the address after the call), the CFA (the caller's SP
- * before the call = the callee's SP + 8) and the caller's callee-saved
- * registers (x86-64: rbx, rbp, r12-r15) as they were at the call. An entry
- * is dead once SP >= its CFA: that is a `ret` (SP = CFA, or CFA + imm16),
- * a longjmp or a C++ exception landing in an outer frame. A tail call (jmp)
- * changes nothing: the callee inherits the caller's return address. Signal
+ * at the call: the callee's SP + 8 on x86-64, its SP on AArch64) and the
+ * caller's callee-saved registers (x86-64: rbx, rbp, r12-r15; AArch64:
+ * x19-x29, d8-d15) as they were at the call. An entry is dead once SP >=
+ * its CFA (> on AArch64, or a `ret` back to it): that is a return, a
+ * longjmp or a C++ exception landing in an outer frame. A tail call (jmp;
+ * b, br) changes nothing: the callee inherits the caller's return
+ * address. What differs per architecture is data (struct val_arch). Signal
  * delivery pushes a marker with the interrupted registers and an entry for
  * the handler's return into the sigreturn trampoline; rt_sigreturn pops
  * down to the marker. Frames made by code that ran at full speed are a
@@ -22,7 +25,7 @@
  *
  * One checker (val_run.c: threads, shadow stacks, stepping over, the
  * comparison of val_check.c) over one driver per way of running a program
- * (val_ptrace.c). Layers: uses src/unwind (spaces, cursor), src/sym through
+ * (val_ptrace.c; val_gdbremote.c over val_rsp.c's parser). Layers: uses src/unwind (spaces, cursor), src/sym through
  * bk_space_symbolize, Capstone for decoding, and, in the ptrace driver
  * only, src/target and the ptrace target (uw_target_adopt). Nothing below
  * calls it. Cold: it allocates freely and prints nothing (the CLI reports).
@@ -232,18 +235,21 @@ BK_HIDDEN const struct val_arch *val_arch_get(enum bk_arch arch);
  *
  *   op           ptrace (val_ptrace.c)              GDB remote (qemu-user,
  *                                                   gdbserver)
- *   start        fork, PTRACE_SEIZE, exec           vRun, or attach to
- *                                                   `qemu -g`
+ *   start        fork, PTRACE_SEIZE, exec           connect (start `qemu -g` first),
+ *                                                   qSupported, ?, qXfer auxv
  *   wait         waitpid                            stop replies: T, W, X
- *   resume       PTRACE_SINGLESTEP, PTRACE_CONT,    vCont;s / vCont;c,
- *                PTRACE_SYSCALL                     QCatchSyscalls
- *   interrupt    PTRACE_INTERRUPT                   vCont;t
- *   regs         PTRACE_GETREGS                     g (GDB's order renumbered)
+ *   resume       PTRACE_SINGLESTEP, PTRACE_CONT,    vCont;s / vCont;c (a breakpoint
+ *                PTRACE_SYSCALL                     on r_debug.r_brk stands in for
+ *                                                   the system-call stops)
+ *   interrupt    PTRACE_INTERRUPT                   \x03
+ *   regs         PTRACE_GETREGS                     g and p, renumbered by the
+ *                                                   target description's names
  *   read         process_vm_readv                   m
  *   insert_bp    int3 through /proc/PID/mem         Z0 (z0 to remove)
  *   catches      SigCgt of /proc/PID/status         cannot tell: true
- *   space_*      a ptrace target: /proc/PID/maps,   qXfer:libraries-svr4,
- *                the files by path                  vFile for the files
+ *   space_*      a ptrace target: /proc/PID/maps,   qXfer:libraries-svr4, or the
+ *                the files by path                  linker's r_debug list; the
+ *                                                   files under the sysroot
  *
  * An in-process driver (the program single-steps itself with the trap
  * flag, a SIGTRAP handler reports to the checker on a thread of its own)

@@ -48,8 +48,10 @@
  *
  * One space per executable image, kept across steps: its modules and row
  * cache stay, only memory the program may have written is dropped before
- * each walk. The checker's facts are x86-64 Linux's (call and return
- * forms, system call numbers, the signal frame). It trusts the driver to
+ * each walk. The checker's facts are Linux's, per architecture (struct
+ * val_arch: registers by src/arch slot, what a call pushes, the system call
+ * numbers, where the signal frame keeps the interrupted SP and PC; the
+ * instruction classes are val_insn.c's). It trusts the driver to
  * keep the contract of val.h, "Drivers": above all, that what it reads
  * never shows a breakpoint and that each stop is reported once.
  */
