@@ -75,6 +75,7 @@
 #define MAX_STABLE 1024
 #define DEFAULT_TIMEOUT_MS 30000
 #define CONNECT_TIMEOUT_MS 10000
+#define PREFETCH 2            /* stack blocks read with the registers */
 
 struct regmap {
 	unsigned dwarf;           /* DWARF number */
@@ -125,6 +126,7 @@ struct gr {
 	size_t g_len;             /* bytes of g (0: not known yet) */
 	bool regs_valid;
 	struct bk_regs regs;
+	uint64_t last_sp;         /* SP at the last stop (0: none yet) */
 	/* Breakpoints we set: sorted addresses; R_BRK is the driver's own. */
 	uint64_t *bps;
 	size_t nbps, capbps;
@@ -146,6 +148,9 @@ struct gr {
 	size_t nmods;
 	struct val_event ev;
 };
+
+static struct block *slot_of(struct gr *g, uint64_t b, uint8_t **data);
+static void fill_block(struct gr *g, uint64_t b);
 
 static struct gr *gr_of(struct val_driver *d)
 {
@@ -523,6 +528,21 @@ static int fetch_regs(struct gr *g)
 		r = send_packet(g, cmd);
 		nbatch++;
 	}
+	/* And the stack blocks at the last SP: a walk reads them next, and
+	 * SP seldom leaves its block between two steps. */
+	uint64_t pre[PREFETCH];
+	unsigned npre = 0;
+	for (unsigned k = 0; batched && !r && g->last_sp && k < PREFETCH; k++) {
+		uint8_t *data;
+		uint64_t b = (g->last_sp & ~(uint64_t)(BLOCK - 1)) + (uint64_t)k * BLOCK;
+		struct block *blk = slot_of(g, b, &data);
+		if (blk->valid && blk->addr == b)
+			continue;
+		char cmd[64];
+		snprintf(cmd, sizeof(cmd), "m%llx,%x", (unsigned long long)b, BLOCK);
+		r = send_packet(g, cmd);
+		pre[npre++] = b;
+	}
 	if (!r)
 		r = recv_packet(g, false, now_ms() + g->timeout_ms);
 	if (r)
@@ -591,10 +611,16 @@ static int fetch_regs(struct gr *g)
 				bk_regs_set(&g->regs, m->dwarf, le(v, m->size));
 		}
 	}
+	for (unsigned k = 0; k < npre; k++) {
+		if ((r = recv_packet(g, false, now_ms() + g->timeout_ms)))
+			return r;
+		fill_block(g, pre[k]);
+	}
 	const struct arch_info *ai = arch_get(g->base.arch);
 	uint64_t v;
 	if (!bk_regs_get(&g->regs, ai->sp_reg, &v) || !bk_regs_get(&g->regs, ai->pc_reg, &v))
 		return lose(g, "the stub's registers hold no SP or PC");
+	g->last_sp = g->regs.val[ai->sp_reg];
 	g->regs_valid = true;
 	if (trace_on)
 		fprintf(stderr, "rsp: pc %llx sp %llx\n", (unsigned long long)cur_pc(g),
@@ -621,12 +647,33 @@ static bool is_stable(const struct gr *g, uint64_t addr)
 }
 
 /* The cache block holding ADDR, read if needed; NULL when the stub failed. */
+static struct block *slot_of(struct gr *g, uint64_t b, uint8_t **data)
+{
+	unsigned i = (unsigned)((b / BLOCK) * 0x9e3779b1u) % NBLOCKS;
+	*data = g->block_data[i];
+	return &g->blocks[i];
+}
+
+/* The reply in hand is block B's: keep it when it is whole. */
+static void fill_block(struct gr *g, uint64_t b)
+{
+	uint8_t *data;
+	struct block *blk = slot_of(g, b, &data);
+	long n = is_error(g) ? 0 : val_rsp_unhex(reply(g), g->rx->len, data, BLOCK);
+	if (n != BLOCK && n != 0) {
+		blk->valid = false; /* partial: block_at reads it in pieces */
+		return;
+	}
+	blk->addr = b;
+	blk->valid = true;
+	blk->len = (uint16_t)n;
+	blk->stable = is_stable(g, b);
+}
+
 static struct block *block_at(struct gr *g, uint64_t addr, uint8_t **data)
 {
 	uint64_t b = addr & ~(uint64_t)(BLOCK - 1);
-	unsigned i = (unsigned)((b / BLOCK) * 0x9e3779b1u) % NBLOCKS;
-	struct block *blk = &g->blocks[i];
-	*data = g->block_data[i];
+	struct block *blk = slot_of(g, b, data);
 	if (blk->valid && blk->addr == b)
 		return blk;
 	char cmd[64];
