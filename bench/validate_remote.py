@@ -7,13 +7,16 @@ the same run (bench/README.md, "validate over the GDB remote protocol").
 For the AArch64 program under qemu-aarch64's gdbstub, and for the x86-64
 one under gdbserver (and, for reference, under the ptrace driver):
   validate    `backstep validate --json -q` (--qemu, or --remote to a
-              gdbserver started here): checked instructions per second
+              gdbserver started here): checked instructions per second;
+              with --step-all, single-steps per second (every instruction
+              stepped, the checked ones walked too)
   raw step    a minimal client here (Python) that only sends vCont;s and
               reads the stop reply, N times from the program's first
               instruction: the stub's single-step rate, the ceiling for
               any checker stepping through it
   raw step+g  the same with a 'g' (all registers) after each step: what
               the least a per-instruction checker must ask costs
+Three rounds, each measuring every row once; the median is reported.
 """
 import json
 import socket
@@ -131,37 +134,55 @@ def validate(backstep, args):
     return j["stats"]
 
 
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    steps = 20000
+    steps, rounds = 20000, 3
     if "--steps" in sys.argv:
         steps = int(sys.argv[sys.argv.index("--steps") + 1])
         args = [a for a in args if a != str(steps)]
     backstep, a64 = args[0], args[1]
     x86 = args[2] if len(args) > 2 else None
-    rows = []
-    st = validate(backstep, ["--qemu", "--", a64])
-    rows.append(("qemu-aarch64 gdbstub", a64, "validate --qemu", st["instructions_checked"],
-                 st["checked_per_second"], st["steps_per_second"]))
-    rows.append(("qemu-aarch64 gdbstub", a64, "raw vCont;s", steps, raw_rate(qemu_start(a64), steps, False), None))
-    rows.append(("qemu-aarch64 gdbstub", a64, "raw vCont;s + g", steps, raw_rate(qemu_start(a64), steps, True), None))
-    if x86:
+    # name -> (program, instructions, [rates]); each round measures every
+    # row once, so a burst of load elsewhere hits all of them alike.
+    rows = {}
+
+    def add(key, prog, n, rate):
+        rows.setdefault(key, (prog, n, []))[2].append(rate)
+
+    for _ in range(rounds):
+        st = validate(backstep, ["--qemu", "--", a64])
+        add(("qemu-aarch64 gdbstub", "validate --qemu: checked/s"), a64, st["instructions_checked"],
+            st["checked_per_second"])
+        st = validate(backstep, ["--qemu", "--step-all", "--", a64])
+        add(("qemu-aarch64 gdbstub", "validate --qemu --step-all: steps/s"), a64,
+            st["instructions_stepped"], st["steps_per_second"])
+        add(("qemu-aarch64 gdbstub", "raw vCont;s"), a64, steps, raw_rate(qemu_start(a64), steps, False))
+        add(("qemu-aarch64 gdbstub", "raw vCont;s + g"), a64, steps, raw_rate(qemu_start(a64), steps, True))
+        if not x86:
+            continue
         start = gdbserver_start(x86)
-        p, port = start()
-        st = validate(backstep, ["--remote", "127.0.0.1:%d" % port, "--", x86])
-        p.wait(timeout=10)
-        rows.append(("gdbserver", x86, "validate --remote", st["instructions_checked"],
-                     st["checked_per_second"], st["steps_per_second"]))
-        rows.append(("gdbserver", x86, "raw vCont;s", steps, raw_rate(start, steps, False), None))
-        rows.append(("gdbserver", x86, "raw vCont;s + g", steps, raw_rate(start, steps, True), None))
+        for extra, what in (([], "validate --remote: checked/s"),
+                            (["--step-all"], "validate --remote --step-all: steps/s")):
+            p, port = start()
+            st = validate(backstep, ["--remote", "127.0.0.1:%d" % port] + extra + ["--", x86])
+            p.wait(timeout=10)
+            add(("gdbserver", what), x86, st["instructions_stepped" if extra else "instructions_checked"],
+                st["steps_per_second" if extra else "checked_per_second"])
+        add(("gdbserver", "raw vCont;s"), x86, steps, raw_rate(start, steps, False))
+        add(("gdbserver", "raw vCont;s + g"), x86, steps, raw_rate(start, steps, True))
         st = validate(backstep, ["--", x86])
-        rows.append(("ptrace", x86, "validate (ptrace driver)", st["instructions_checked"],
-                     st["checked_per_second"], st["steps_per_second"]))
-    print("| stub | program | what | instructions | per second | steps/s |")
-    print("| --- | --- | --- | ---: | ---: | ---: |")
-    for r in rows:
-        print("| %s | %s | %s | %d | %.0f | %s |" % (r[0], r[1].split("/")[-1], r[2], r[3], r[4],
-                                                    "%.0f" % r[5] if r[5] else ""))
+        add(("ptrace driver", "validate: checked/s"), x86, st["instructions_checked"],
+            st["checked_per_second"])
+    print("| stub | program | what | instructions | per second (median of %d) | all |" % rounds)
+    print("| --- | --- | --- | ---: | ---: | --- |")
+    for (stub, what), (prog, n, rates) in rows.items():
+        print("| %s | %s | %s | %d | %.0f | %s |" % (stub, prog.split("/")[-1], what, n, median(rates),
+                                                   " ".join("%.0f" % r for r in rates)))
 
 
 if __name__ == "__main__":
