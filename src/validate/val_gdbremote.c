@@ -119,6 +119,8 @@ struct gr {
 	bool have_pending;        /* a stop reply read ahead (stepping off a bp) */
 	uint64_t temp_bp;         /* a step with a signal: our breakpoint there */
 	bool have_temp;
+	int sig_step;             /* a step that delivers this signal by a continue */
+	uint64_t sig_step_pc;     /* ... from this PC */
 	struct val_rsp_stop pending;
 	/* Registers. */
 	struct regmap map[64];
@@ -1068,10 +1070,11 @@ static int read_stop(struct gr *g, struct val_rsp_stop *st, bool interruptible)
 	return 0;
 }
 
-/* Is the instruction at PC rt_sigreturn's system call? Then *BACK is
- * where it returns: the PC in the signal frame at SP (src/arch's layout:
- * the trampoline runs with SP ucontext_off below the ucontext). */
-static bool sigreturn_target(struct gr *g, uint64_t pc, uint64_t *back)
+/* Is the instruction at PC a system call? Then *BACK is where it returns:
+ * the next instruction, or for rt_sigreturn the PC in the signal frame at
+ * SP (src/arch's layout: the trampoline runs with SP ucontext_off below
+ * the ucontext). */
+static bool syscall_target(struct gr *g, uint64_t pc, uint64_t *back)
 {
 	const struct val_arch *va = val_arch_get(g->base.arch);
 	const struct arch_info *ai = arch_get(g->base.arch);
@@ -1080,9 +1083,13 @@ static bool sigreturn_target(struct gr *g, uint64_t pc, uint64_t *back)
 	if (!va || !va->syscall_len ||
 	    gr_read(&g->base, pc, code, va->syscall_len) != va->syscall_len ||
 	    memcmp(code, va->syscall_insn, va->syscall_len) ||
-	    !bk_regs_get(&g->regs, ai->slot_regno[va->nr_reg], &nr) || nr != va->nr_rt_sigreturn ||
+	    !bk_regs_get(&g->regs, ai->slot_regno[va->nr_reg], &nr) ||
 	    !bk_regs_get(&g->regs, ai->sp_reg, &sp))
 		return false;
+	if (nr != va->nr_rt_sigreturn) {
+		*back = pc + va->syscall_len;
+		return true;
+	}
 	const struct arch_sigframe *sf = &ai->sigframe;
 	for (unsigned i = 0; i < sf->nregs; i++) {
 		if (sf->reg[i].regno != ai->pc_reg)
@@ -1109,11 +1116,14 @@ static int gr_resume(struct val_driver *d, int tid, enum val_resume how, int sig
 		return r;
 	uint64_t pc = cur_pc(g);
 	uint64_t back;
-	if (how == VAL_RESUME_STEP && !sig && sigreturn_target(g, pc, &back)) {
-		/* A step over rt_sigreturn: qemu-user's runs the first
-		 * instruction after the return too. So it runs to a
-		 * breakpoint where the signal frame says it returns; the stop
-		 * there is the step's. */
+	if (how == VAL_RESUME_STEP && !sig && syscall_target(g, pc, &back)) {
+		/* A step over a system call: qemu-user's runs the instruction
+		 * after it too (after rt_sigreturn: the first one where it
+		 * returns), a `ret` or a `bl` the checker would not see. So
+		 * it runs to a breakpoint where the call returns (for
+		 * rt_sigreturn, where the signal frame says); the stop there
+		 * is the step's. A signal or an exit on the way is reported
+		 * as it comes. */
 		if (!bp_at(g, back)) {
 			if ((r = z_packet(g, 'Z', back)) == 0) {
 				g->temp_bp = back;
@@ -1146,8 +1156,11 @@ static int gr_resume(struct val_driver *d, int tid, enum val_resume how, int sig
 				return r;
 			}
 		}
-		if (g->have_temp || bp_at(g, pc))
+		if (g->have_temp || bp_at(g, pc)) {
+			g->sig_step = sig;
+			g->sig_step_pc = pc;
 			return send_resume(g, false, sig);
+		}
 	}
 	if (bp_at(g, pc)) {
 		/* Step off our breakpoint with it lifted. */
@@ -1259,6 +1272,26 @@ static int gr_wait(struct val_driver *d, struct val_event *ev)
 		}
 		int sig = val_rsp_gdb_to_linux_sig(st.sig);
 		*ev = (struct val_event){ .tid = g->tid };
+		int delivered = g->sig_step;
+		g->sig_step = 0;
+		if (sig == SIGTRAP && g->how == VAL_RESUME_STEP && delivered) {
+			/* The step that delivered a signal stops at the handler's
+			 * entry (its first argument the signal number) or back
+			 * where it was; anywhere else the thread ran on unseen
+			 * (the stub delivered the signal later than reported, or
+			 * a handler outside the checked code called into it). */
+			const struct val_arch *va = val_arch_get(g->base.arch);
+			uint64_t arg = 0;
+			int r = fetch_regs(g);
+			if (r)
+				return r;
+			bk_regs_get(&g->regs, arch_get(g->base.arch)->slot_regno[va->sig_reg], &arg);
+			if (cur_pc(g) != g->sig_step_pc && arg != (uint64_t)delivered)
+				return lose(g, "could not follow the delivery of signal %d (reported at "
+					       "0x%llx, stopped at 0x%llx, not in its handler)",
+					    delivered, (unsigned long long)g->sig_step_pc,
+					    (unsigned long long)cur_pc(g));
+		}
 		if (sig == SIGTRAP && g->how == VAL_RESUME_STEP) {
 			ev->kind = VAL_EV_STEPPED;
 			return 1;
