@@ -223,8 +223,12 @@ int val_rsp_parse_stop(const char *pkt, size_t len, struct val_rsp_stop *out)
 	uint64_t v;
 	switch (pkt[0]) {
 	case 'O':
+		/* Console output: hex ("OK" is no stop reply). */
 		out->kind = 'O';
-		return 0;
+		for (; s < end; s++)
+			if (hexval((uint8_t)*s) < 0)
+				return BK_E_CORRUPT;
+		return (len - 1) % 2 ? BK_E_CORRUPT : 0;
 	case 'W':
 	case 'X':
 		out->kind = pkt[0];
@@ -373,9 +377,10 @@ static bool attr_num(const char *s, const char *end, const char *name, bool hex,
 }
 
 /* The next element named NAME ("<reg") at or after *S, skipping comments:
- * the tag's bounds (after the name, up to its '>'). */
-static bool next_elem(const char **s, const char *end, const char *name, const char **tb,
-		      const char **te)
+ * the tag's bounds (after the name, up to its '>'). An element whose tag
+ * does not end sets *BAD. */
+static bool next_elem_bad(const char **s, const char *end, const char *name, const char **tb,
+			  const char **te, bool *bad)
 {
 	size_t n = strlen(name);
 	const char *p = *s;
@@ -394,8 +399,11 @@ static bool next_elem(const char **s, const char *end, const char *name, const c
 		    !memcmp(lt, name, n) && (lt[n] == ' ' || lt[n] == '\t' || lt[n] == '\n' ||
 					     lt[n] == '\r' || lt[n] == '/' || lt[n] == '>')) {
 			const char *e = tag_end(lt + n, end);
-			if (!e)
+			if (!e) {
+				*bad = true;
+				*s = end;
 				return false;
+			}
 			*tb = lt + n;
 			*te = e;
 			*s = e + 1;
@@ -405,6 +413,13 @@ static bool next_elem(const char **s, const char *end, const char *name, const c
 	}
 	*s = end;
 	return false;
+}
+
+static bool next_elem(const char **s, const char *end, const char *name, const char **tb,
+		      const char **te)
+{
+	bool bad = false;
+	return next_elem_bad(s, end, name, tb, te, &bad);
 }
 
 int val_rsp_tdesc_parse(const char *xml, size_t len, struct val_rsp_tdesc *td)
@@ -431,7 +446,8 @@ int val_rsp_tdesc_parse(const char *xml, size_t len, struct val_rsp_tdesc *td)
 		memcpy(td->include[td->nincludes], v, n);
 		td->include[td->nincludes++][n] = 0;
 	}
-	while (next_elem(&s, end, "<reg", &tb, &te)) {
+	bool bad = false;
+	while (next_elem_bad(&s, end, "<reg", &tb, &te, &bad)) {
 		const char *v;
 		size_t n;
 		uint64_t bits, regnum;
@@ -452,7 +468,7 @@ int val_rsp_tdesc_parse(const char *xml, size_t len, struct val_rsp_tdesc *td)
 		td->reg[i].regnum = (unsigned)regnum;
 		td->next = (unsigned)regnum + 1;
 	}
-	return 0;
+	return bad ? BK_E_CORRUPT : 0;
 }
 
 /* Decode the five predefined entities of [V, V+N) into OUT (OUTLEN). */
@@ -499,7 +515,8 @@ int val_rsp_svr4_parse(const char *xml, size_t len, uint64_t *main_lm,
 	if (!next_elem(&s, end, "<library-list-svr4", &tb, &te))
 		return BK_E_CORRUPT;
 	attr_num(tb, te, "main-lm", true, main_lm);
-	while (next_elem(&s, end, "<library", &tb, &te)) {
+	bool bad = false;
+	while (next_elem_bad(&s, end, "<library", &tb, &te, &bad)) {
 		const char *v;
 		size_t n;
 		uint64_t lm, l_addr, l_ld;
@@ -510,5 +527,5 @@ int val_rsp_svr4_parse(const char *xml, size_t len, uint64_t *main_lm,
 			return BK_E_CORRUPT;
 		fn(ctx, name, lm, l_addr, l_ld);
 	}
-	return 0;
+	return bad ? BK_E_CORRUPT : 0;
 }
