@@ -19,6 +19,13 @@
  *               module's read-only segments stay, the rest is dropped at
  *               every resume and before every walk
  *   insert_bp   Z0 (z0 removes): the stub hides its breakpoints from m
+ *   steps that qemu-user's gdbstub gets wrong, run to a temporary
+ *               breakpoint instead: a step that delivers a signal (qemu runs
+ *               the handler's first instruction: the signal goes with a
+ *               continue, stopping at the handler's entry breakpoint or
+ *               back where the thread stood) and a step over a system call
+ *               (qemu runs the next instruction too: run to the one after
+ *               it, or for rt_sigreturn to the signal frame's PC)
  *   space       modules as GDB finds them without /proc/PID/maps (qemu's
  *               guest has none the stub would give): qXfer:libraries-svr4
  *               when offered, else the executable from the auxiliary vector
@@ -1781,11 +1788,14 @@ static int gr_start(char *const *argv, const struct val_driver_opts *o, struct v
 	*out = &g->base;
 	return 0;
 fail:
-	if (g->fd >= 0 && !g->lost[0])
-		g->gone = false;
-	g->gone = g->fd < 0 || g->gone;
-	if (g->fd >= 0 && g->qemu > 0)
+	/* Our qemu dies with the run; a stub of someone else's is asked to
+	 * kill the program (gr_close) if it still answers. */
+	if (g->qemu > 0) {
 		kill(g->qemu, SIGKILL);
+		g->gone = true;
+	} else if (g->fd < 0) {
+		g->gone = true;
+	}
 	gr_close(&g->base);
 	return err ? err : BK_E_IO;
 }
