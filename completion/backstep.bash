@@ -16,7 +16,8 @@ _backstep_options()
 	core) echo "--sysroot $stack" ;;
 	run) echo "-f --follow $stack" ;;
 	validate) echo "--only --from --method --max-frames --step-all --strict --json
-		-o --output --program-output -q --quiet --help" ;;
+		-o --output --program-output -q --quiet --remote --qemu --cpu --sysroot
+		--timeout --help" ;;
 	check) echo "--json -v --verbose --stack --baseline --suppress --help" ;;
 	report) echo "$samples" ;;
 	record) echo "-F --freq -d --duration -p $samples" ;;
@@ -78,7 +79,8 @@ _backstep()
 		return
 		;;
 	-p | --pid) COMPREPLY=($(compgen -W "$(_backstep_pids)" -- "$cur")); return ;;
-	--tid | --comm | --only | --from | --max-frames | --pc | -F | --freq | -d | --duration)
+	--tid | --comm | --only | --from | --max-frames | --pc | -F | --freq | -d | --duration | \
+		--remote | --cpu | --timeout)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then

@@ -16,6 +16,8 @@ packages=(
 	# a libc without unwind tables (static musl): tests/live/musl_test.py
 	nodejs musl-tools
 	groff-base # (the man page is checked by rendering it: tests/install_check.sh)
+	# validate --remote: the x86-64 cross-check of the GDB remote driver
+	gdbserver
 	gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross
 	# The AArch64 build (cross/aarch64-linux-gnu.ini), tested under qemu-user:
 	# the libraries libbackstep links (and Capstone, which the CLI loads for

@@ -40,6 +40,8 @@ static const char usage_text[] =
 	"usage: backstep validate [--only MODULE|FUNCTION[,...]] [--from FUNCTION]\n"
 	"                         [--method cfi|fp|fast] [--max-frames N] [--step-all] [--strict]\n"
 	"                         [--json] [-o FILE] [--program-output FILE] [-q]\n"
+	"                         [--remote HOST:PORT | --qemu [--cpu CPU]] [--sysroot DIR]\n"
+	"                         [--timeout SECONDS]\n"
 	"                         -- PROGRAM [ARGS...]\n"
 	"  -o, --output FILE        the report to FILE instead of stdout\n"
 	"  --program-output FILE    the program's stdout and stderr to FILE (/dev/null:\n"
@@ -92,6 +94,8 @@ static void restore_fds(int saved[2])
 
 /* With --method fp every frame is a guess: no separate "without CFI" list. */
 static bool fp_method;
+/* The program's architecture: the names of its registers. */
+static enum bk_arch prog_arch;
 
 /* A mismatch the fallback made where no CFI covers the culprit. */
 static bool is_nocfi(const struct val_mismatch *m)
@@ -204,7 +208,7 @@ static void print_text_mm(const struct val_mismatch *m)
 			const struct val_diff *d = &m->diffs[i];
 			out_s(i ? ", " : " ");
 			out_s(d->regno == VAL_REG_PC ? "pc" : d->regno == VAL_REG_SP ? "sp (cfa)"
-							  : val_reg_name(d->regno));
+							  : val_reg_name(prog_arch, d->regno));
 			out_s(" expected ");
 			out_value(d, true);
 			out_s(" got ");
@@ -400,7 +404,7 @@ static void print_json(const struct val_result *res, const struct val_mismatch *
 			const struct val_diff *d = &m->diffs[k];
 			out_s(k ? ", {\"reg\": " : "{\"reg\": ");
 			cli_json_str(d->regno == VAL_REG_PC ? "pc" : d->regno == VAL_REG_SP ? "sp"
-							   : val_reg_name(d->regno));
+							   : val_reg_name(prog_arch, d->regno));
 			if (d->regno == VAL_HOW) {
 				json_str_field("expected", bk_how_name((enum bk_frame_how)d->expected));
 				json_str_field("got", bk_how_name((enum bk_frame_how)d->got));
@@ -443,8 +447,14 @@ int cmd_validate(int argc, char **argv)
 		{ "step-all", no_argument, NULL, 'S' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "remote", required_argument, NULL, 'R' },
+		{ "qemu", no_argument, NULL, 'Q' },
+		{ "sysroot", required_argument, NULL, 'L' },
+		{ "cpu", required_argument, NULL, 'C' },
+		{ "timeout", required_argument, NULL, 'T' },
 		{ 0 },
 	};
+	struct val_driver_opts dopts = { .size = sizeof(dopts) };
 	const char *only[MAX_ONLY];
 	struct val_opts o = { .size = sizeof(o), .only = only };
 	bool json = false, quiet = false, strict = false;
@@ -484,6 +494,19 @@ int cmd_validate(int argc, char **argv)
 		case 's': strict = true; break;
 		case 'S': o.step_all = true; break;
 		case 'q': quiet = true; break;
+		case 'R': dopts.remote = optarg; break;
+		case 'Q': dopts.qemu = true; break;
+		case 'L': dopts.sysroot = optarg; break;
+		case 'C': dopts.qemu_cpu = optarg; break;
+		case 'T': {
+			uint64_t v;
+			if (!cli_parse_u64(optarg, &v) || v == 0 || v > 86400) {
+				cli_error("--timeout", "'%s' is not a number of seconds", optarg);
+				return 2;
+			}
+			dopts.timeout_ms = (unsigned)(v * 1000);
+			break;
+		}
 		case 'h':
 			fputs(usage_text, stdout);
 			return 0;
@@ -492,12 +515,31 @@ int cmd_validate(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind >= argc) {
+	if (dopts.remote && dopts.qemu) {
+		cli_error("validate", "--remote and --qemu: choose one");
+		return 2;
+	}
+	if ((dopts.sysroot || dopts.qemu_cpu || dopts.timeout_ms) && !dopts.remote && !dopts.qemu) {
+		cli_error("validate", "--sysroot, --cpu and --timeout go with --remote or --qemu");
+		return 2;
+	}
+	if (dopts.qemu_cpu && !dopts.qemu) {
+		cli_error("--cpu", "is qemu's: it goes with --qemu");
+		return 2;
+	}
+	if (dopts.remote || dopts.qemu) {
+		o.driver = &val_gdbremote_driver;
+		o.driver_opts = &dopts;
+	}
+	static char *no_prog[] = { NULL, NULL };
+	if (optind >= argc && dopts.remote) {
+		/* The stub names the program it runs (qXfer:exec-file). */
+	} else if (optind >= argc) {
 		cli_error("validate", "no program to run");
 		fputs(usage_text, stderr);
 		return 2;
 	}
-	char **prog = argv + optind;
+	char **prog = optind < argc ? argv + optind : no_prog;
 
 	/* The report's file, opened now: a name that cannot be written is
 	 * said before the run, not after it. */
@@ -531,6 +573,7 @@ int cmd_validate(int argc, char **argv)
 		dup2(report_fd, STDOUT_FILENO);
 		close(report_fd);
 	}
+	char *shown[] = { prog[0] ? prog[0] : (char *)"(the stub's program)", NULL };
 	if (tty_progress && res.stats.seconds >= 1.0)
 		fputc('\n', stderr);
 	if (err) {
@@ -538,6 +581,7 @@ int cmd_validate(int argc, char **argv)
 		val_result_free(&res);
 		return cli_interrupted ? cli_signal_status() : CLI_USAGE;
 	}
+	prog_arch = res.arch;
 	const struct val_mismatch **order = calloc(res.nmm ? res.nmm : 1, sizeof(*order));
 	if (!order) {
 		cli_error("validate", "out of memory");
@@ -549,10 +593,10 @@ int cmd_validate(int argc, char **argv)
 	qsort(order, res.nmm, sizeof(*order), cmp_mm);
 
 	if (json) {
-		print_json(&res, order, prog, method);
+		print_json(&res, order, shown, method);
 	} else {
 		out_s("backstep validate: ");
-		out_s(prog[0]);
+		out_s(shown[0]);
 		if (res.exited && WIFEXITED(res.status))
 			out_fmt(": exited with status %d", WEXITSTATUS(res.status));
 		else if (res.exited && WIFSIGNALED(res.status))

@@ -8,13 +8,16 @@
  * never helps the unwinder) and compares each frame the shadow stack knows:
  * return address, CFA and callee-saved registers.
  *
- * The shadow stack. At a `call` (all forms) it records, after the step, the
+ * The shadow stack. At a call (x86-64 `call`, all forms; AArch64 `bl`,
+ * `blr` and their authenticated forms) it records, after the step, the
  * return address (the address after the call), the CFA (the caller's SP
- * before the call = the callee's SP + 8) and the caller's callee-saved
- * registers (x86-64: rbx, rbp, r12-r15) as they were at the call. An entry
- * is dead once SP >= its CFA: that is a `ret` (SP = CFA, or CFA + imm16),
- * a longjmp or a C++ exception landing in an outer frame. A tail call (jmp)
- * changes nothing: the callee inherits the caller's return address. Signal
+ * at the call: the callee's SP + 8 on x86-64, its SP on AArch64) and the
+ * caller's callee-saved registers (x86-64: rbx, rbp, r12-r15; AArch64:
+ * x19-x29, d8-d15) as they were at the call. An entry is dead once SP >=
+ * its CFA (> on AArch64, or a `ret` back to it): that is a return, a
+ * longjmp or a C++ exception landing in an outer frame. A tail call (jmp;
+ * b, br) changes nothing: the callee inherits the caller's return
+ * address. What differs per architecture is data (struct val_arch). Signal
  * delivery pushes a marker with the interrupted registers and an entry for
  * the handler's return into the sigreturn trampoline; rt_sigreturn pops
  * down to the marker. Frames made by code that ran at full speed are a
@@ -22,7 +25,7 @@
  *
  * One checker (val_run.c: threads, shadow stacks, stepping over, the
  * comparison of val_check.c) over one driver per way of running a program
- * (val_ptrace.c). Layers: uses src/unwind (spaces, cursor), src/sym through
+ * (val_ptrace.c; val_gdbremote.c over val_rsp.c's parser). Layers: uses src/unwind (spaces, cursor), src/sym through
  * bk_space_symbolize, Capstone for decoding, and, in the ptrace driver
  * only, src/target and the ptrace target (uw_target_adopt). Nothing below
  * calls it. Cold: it allocates freely and prints nothing (the CLI reports).
@@ -36,11 +39,14 @@
 #include <stdint.h>
 
 #include "backstep.h"
+#include "../arch/arch.h"
 #include "../base/base.h"
 
 /* ---- Options and results ------------------------------------------------ */
 
 struct val_stats;
+struct val_driver_ops;
+struct val_driver_opts;
 
 struct val_opts {
 	size_t size;              /* sizeof(struct val_opts) */
@@ -74,6 +80,10 @@ struct val_opts {
 	 * thread that enters unchecked code runs at full speed until it comes
 	 * back (val_run.c, "Stepping over"). */
 	bool step_all;
+	/* How the program is run: NULL is the ptrace driver; DRIVER_OPTS
+	 * (may be NULL) says where a remote one finds its stub. */
+	const struct val_driver_ops *driver;
+	const struct val_driver_opts *driver_opts;
 };
 
 struct val_stats {
@@ -115,10 +125,11 @@ enum val_kind {
 			   * the fast walk's; not valid when that walk ended) */
 };
 
-/* DWARF numbers on x86-64; VAL_HOW names the "how" check of a signal frame. */
-#define VAL_REG_SP 7
-#define VAL_REG_PC 16
+/* Besides DWARF numbers, a difference names the PC, the SP (the CFA) or
+ * VAL_HOW, the "how" check of a signal frame. */
 #define VAL_HOW 1000
+#define VAL_REG_PC 1001
+#define VAL_REG_SP 1002
 
 struct val_diff {
 	unsigned regno;           /* DWARF number, or VAL_HOW */
@@ -172,6 +183,7 @@ struct val_result {
 	bool exited;              /* status is valid */
 	bool interrupted;         /* opts->stop fired */
 	bool started;             /* checking started (the entry or --from was reached) */
+	enum bk_arch arch;        /* the program's (names of diffs' registers) */
 	char *error;              /* why the run stopped early, or NULL */
 	struct val_mismatch *mm;  /* grouped mismatches, in the order first seen */
 	size_t nmm;
@@ -182,8 +194,36 @@ struct val_result {
  * with RES->error saying why. Free RES with val_result_free. */
 BK_HIDDEN int val_run(char *const *argv, const struct val_opts *opts, struct val_result *res);
 BK_HIDDEN void val_result_free(struct val_result *res);
-/* The name of a DWARF register or VAL_HOW ("how"). */
-BK_HIDDEN const char *val_reg_name(unsigned regno);
+/* The name of a DWARF register of ARCH, or of VAL_HOW ("how"), VAL_REG_PC,
+ * VAL_REG_SP. */
+BK_HIDDEN const char *val_reg_name(enum bk_arch arch, unsigned regno);
+
+/* ---- Architectures --------------------------------------------------------
+ *
+ * What the checker must know of an architecture besides what src/arch says:
+ * registers are kept in src/arch's slots (x86-64: DWARF 0..16 and rflags;
+ * AArch64: x0..x30, sp, pc, d8..d15), masks are over slots. */
+struct val_arch {
+	enum bk_arch arch;
+	const struct arch_info *ai;
+	unsigned sp, pc;          /* slots of the SP and the PC */
+	/* A call pushes RA_SIZE bytes of return address (x86-64: 8; the
+	 * callee's SP is its CFA - 8) or none (AArch64: 0, the return address
+	 * is in the link register, slot LR, and a callee's SP is its CFA). */
+	unsigned ra_size;
+	unsigned lr;
+	uint64_t callee_saved;    /* slots a caller's frame must get back */
+	uint64_t signal_known;    /* slots a signal frame must give back */
+	uint64_t fp_saved;        /* --method fp: what a frame-pointer walk recovers */
+	unsigned nr_reg;          /* slot of the system call number */
+	unsigned sig_reg;         /* slot of a handler's first argument */
+	unsigned restart_len;     /* a restarted system call: PC moved back so far */
+	uint8_t syscall_insn[4];  /* the system call instruction (syscall; svc #0) */
+	uint8_t syscall_len;
+	uint64_t nr_mmap, nr_mprotect, nr_munmap, nr_mremap, nr_pkey_mprotect, nr_rt_sigreturn;
+};
+/* NULL when the validator does not know ARCH. */
+BK_HIDDEN const struct val_arch *val_arch_get(enum bk_arch arch);
 
 /* ---- Drivers ------------------------------------------------------------
  *
@@ -195,18 +235,21 @@ BK_HIDDEN const char *val_reg_name(unsigned regno);
  *
  *   op           ptrace (val_ptrace.c)              GDB remote (qemu-user,
  *                                                   gdbserver)
- *   start        fork, PTRACE_SEIZE, exec           vRun, or attach to
- *                                                   `qemu -g`
+ *   start        fork, PTRACE_SEIZE, exec           connect (start `qemu -g` first),
+ *                                                   qSupported, ?, qXfer auxv
  *   wait         waitpid                            stop replies: T, W, X
- *   resume       PTRACE_SINGLESTEP, PTRACE_CONT,    vCont;s / vCont;c,
- *                PTRACE_SYSCALL                     QCatchSyscalls
- *   interrupt    PTRACE_INTERRUPT                   vCont;t
- *   regs         PTRACE_GETREGS                     g (GDB's order renumbered)
+ *   resume       PTRACE_SINGLESTEP, PTRACE_CONT,    vCont;s / vCont;c (a breakpoint
+ *                PTRACE_SYSCALL                     on r_debug.r_brk stands in for
+ *                                                   the system-call stops)
+ *   interrupt    PTRACE_INTERRUPT                   \x03
+ *   regs         PTRACE_GETREGS                     g and p, renumbered by the
+ *                                                   target description's names
  *   read         process_vm_readv                   m
  *   insert_bp    int3 through /proc/PID/mem         Z0 (z0 to remove)
  *   catches      SigCgt of /proc/PID/status         cannot tell: true
- *   space_*      a ptrace target: /proc/PID/maps,   qXfer:libraries-svr4,
- *                the files by path                  vFile for the files
+ *   space_*      a ptrace target: /proc/PID/maps,   qXfer:libraries-svr4, or the
+ *                the files by path                  linker's r_debug list; the
+ *                                                   files under the sysroot
  *
  * An in-process driver (the program single-steps itself with the trap
  * flag, a SIGTRAP handler reports to the checker on a thread of its own)
@@ -282,11 +325,24 @@ struct val_driver_opts {
 	 * whose breakpoints are bytes in the program's memory keeps them out
 	 * of the processes the program forks. */
 	bool run_free;
+	/* The GDB remote driver: a stub listening at REMOTE ("HOST:PORT"),
+	 * or, with QEMU, qemu-user started on the program (qemu-aarch64 for
+	 * an AArch64 program) with -L SYSROOT and -cpu QEMU_CPU. The
+	 * program's files are looked up under SYSROOT first (NULL: for an
+	 * AArch64 program /usr/aarch64-linux-gnu). TIMEOUT_MS bounds every
+	 * wait for the stub (0: 30 s). */
+	const char *remote;
+	bool qemu;
+	const char *sysroot;
+	const char *qemu_cpu;
+	unsigned timeout_ms;
 };
 
 /* One program under a driver: the first member of the driver's state. */
 struct val_driver {
 	const struct val_driver_ops *ops;
+	enum bk_arch arch;        /* the program's, set by start */
+	const char *lost;         /* why wait failed (one line), or NULL */
 };
 
 /* Strings and events a driver returns stay valid until its next wait. */
@@ -340,15 +396,101 @@ struct val_driver_ops {
 
 /* The program as a child of ours, under ptrace (x86-64 Linux). */
 BK_HIDDEN extern const struct val_driver_ops val_ptrace_driver;
+/* The program under a GDB remote stub: qemu-user's gdbstub, gdbserver
+ * (val_gdbremote.c). */
+BK_HIDDEN extern const struct val_driver_ops val_gdbremote_driver;
+
+/* ---- The GDB remote serial protocol (val_rsp.c) -------------------------
+ *
+ * Parsing only, bytes in: no I/O, no allocation, every input bounded, so a
+ * fuzzer feeds it the same way the driver does (fuzz/fuzz_rsp.c). */
+
+#define VAL_RSP_MAX 16384     /* the longest packet payload accepted, decoded */
+
+enum val_rsp_item {
+	VAL_RSP_NONE = 0,         /* the bytes fed so far make nothing yet */
+	VAL_RSP_PACKET,           /* a packet, checksum right: data, len */
+	VAL_RSP_BAD,              /* a packet with a wrong checksum, or longer
+				   * than VAL_RSP_MAX (discarded) */
+	VAL_RSP_ACK,              /* '+' */
+	VAL_RSP_NACK,             /* '-' */
+	VAL_RSP_JUNK,             /* a byte outside any packet (ignored) */
+};
+
+struct val_rsp_parser {
+	uint8_t state;            /* private */
+	uint8_t sum, csum;
+	bool escape, overflow;
+	size_t len;               /* PACKET: payload bytes in data */
+	uint8_t data[VAL_RSP_MAX + 1]; /* PACKET: the payload, NUL-terminated */
+};
+BK_HIDDEN void val_rsp_init(struct val_rsp_parser *p);
+/* Feed up to LEN bytes; stops after the first complete item (*ITEM, NONE
+ * when none). Returns how many bytes were used. A packet's payload is
+ * decoded: '}' escapes and '*' run-lengths undone. */
+BK_HIDDEN size_t val_rsp_feed(struct val_rsp_parser *p, const uint8_t *in, size_t len,
+			      enum val_rsp_item *item);
+/* The packet "$DATA#cs" for the LEN bytes of DATA into OUT (OUTLEN bytes):
+ * its length, or 0 when it does not fit ('$', '#', '}', '*' in DATA are
+ * escaped). */
+BK_HIDDEN size_t val_rsp_frame(const char *data, size_t len, char *out, size_t outlen);
+
+/* HEX (LEN characters) to bytes in OUT (at most MAX): how many, or -1 when
+ * a character is not a hex digit or the length is odd. */
+BK_HIDDEN long val_rsp_unhex(const char *hex, size_t len, uint8_t *out, size_t max);
+/* A hex number at *S (up to END), advancing *S: false when there is none
+ * or it does not fit 64 bits. */
+BK_HIDDEN bool val_rsp_hexnum(const char **s, const char *end, uint64_t *v);
+
+/* A stop reply: T/S (stopped by signal SIG), W (exited with CODE), X
+ * (killed by signal SIG), O (console output). Signal numbers are GDB's. */
+struct val_rsp_stop {
+	char kind;                /* 'T' (S too), 'W', 'X', 'O' */
+	int sig;
+	int code;
+	bool have_thread;
+	uint64_t pid, tid;        /* thread:[pPID.]TID (no pid: 0) */
+	bool swbreak;
+};
+/* 0, or BK_E_CORRUPT when PKT (LEN bytes) is no stop reply. */
+BK_HIDDEN int val_rsp_parse_stop(const char *pkt, size_t len, struct val_rsp_stop *out);
+/* GDB's signal number to Linux's (0 when it has none), and back. */
+BK_HIDDEN int val_rsp_gdb_to_linux_sig(int gdb);
+BK_HIDDEN int val_rsp_linux_to_gdb_sig(int sig);
+
+/* Registers of a target description (GDB's target.xml and the files it
+ * includes): each <reg> element's name, size and number (default: the
+ * previous one's + 1, across files, as GDB numbers them). */
+#define VAL_RSP_MAX_REGS 2048
+#define VAL_RSP_MAX_INCLUDES 8
+struct val_rsp_tdesc {
+	unsigned nregs, next;
+	struct { char name[16]; unsigned bits, regnum; } reg[VAL_RSP_MAX_REGS];
+	unsigned nincludes;
+	char include[VAL_RSP_MAX_INCLUDES][64];
+	char arch[32];            /* <architecture>, "" when absent */
+};
+/* Adds the registers of XML (LEN bytes) to TD; 0, BK_E_LIMIT (too many),
+ * BK_E_CORRUPT (a <reg> without a name or size, or with an absurd one). */
+BK_HIDDEN int val_rsp_tdesc_parse(const char *xml, size_t len, struct val_rsp_tdesc *td);
+
+/* qXfer:libraries-svr4's list: FN for each <library name= lm= l_addr=
+ * l_ld=> (the name with &amp; &lt; &gt; &quot; &apos; decoded, at most 4095
+ * bytes); MAIN_LM gets main-lm (0: absent). 0 or BK_E_CORRUPT. */
+BK_HIDDEN int val_rsp_svr4_parse(const char *xml, size_t len, uint64_t *main_lm,
+				 void (*fn)(void *ctx, const char *name, uint64_t lm,
+					    uint64_t l_addr, uint64_t l_ld),
+				 void *ctx);
 
 /* ---- Internal ----------------------------------------------------------- */
 
 /* Instruction classes that move the shadow stack. */
 enum val_insn_kind {
 	VAL_INSN_OTHER = 0,
-	VAL_INSN_CALL,            /* call rel32, call r/m64 (pushes the RA) */
-	VAL_INSN_RET,             /* ret, ret imm16 */
-	VAL_INSN_SYSCALL,         /* syscall */
+	VAL_INSN_CALL,            /* call rel32, call r/m64 (pushes the RA);
+				   * bl, blr, blraa... (sets x30) */
+	VAL_INSN_RET,             /* ret, ret imm16; ret, retaa, retab */
+	VAL_INSN_SYSCALL,         /* syscall; svc */
 	VAL_INSN_UNKNOWN,         /* could not be read or decoded */
 };
 
@@ -363,7 +505,7 @@ struct val_code {
 };
 
 struct val_decoder;
-BK_HIDDEN int val_decoder_open(struct val_decoder **out);
+BK_HIDDEN int val_decoder_open(enum bk_arch arch, struct val_decoder **out);
 BK_HIDDEN void val_decoder_close(struct val_decoder *d);
 /* Classify the instruction in BYTES (LEN bytes available) at PC. */
 BK_HIDDEN void val_decode(struct val_decoder *d, const uint8_t *bytes, size_t len, uint64_t pc,
@@ -393,14 +535,14 @@ enum val_frame_kind {
 	VAL_FRAME_GAP,
 };
 
-#define VAL_NREGS 17          /* DWARF 0..16: rax..r15, rip */
+#define VAL_NREGS ARCH_MAX_SLOTS /* registers by src/arch slot */
 
 struct val_frame {
 	uint64_t ra;              /* expected PC of the frame */
 	uint64_t cfa;             /* expected SP of the frame */
 	uint64_t site;            /* the call instruction (the interrupted one), or 0 */
 	uint64_t regs[VAL_NREGS]; /* registers at the call */
-	uint32_t known;           /* mask over regs[] that must be recovered */
+	uint64_t known;           /* mask over regs[] that must be recovered */
 	uint8_t kind;             /* enum val_frame_kind */
 	bool altstack;            /* SIGNAL: the handler ran on another stack */
 	uint64_t handler_sp;      /* SIGNAL: SP at the handler's entry */
@@ -412,8 +554,10 @@ struct val_shadow {
 };
 BK_HIDDEN int val_shadow_push(struct val_shadow *s, const struct val_frame *f);
 /* Drop the frames SP has passed (top down, stopping at the first live one,
- * never past a live signal marker). Returns how many were dropped. */
-BK_HIDDEN size_t val_shadow_drop_dead(struct val_shadow *s, uint64_t sp);
+ * never past a live signal marker). LIVE_AT_CFA: a frame is still live
+ * with SP at its CFA (AArch64: a call pushes nothing). Returns how many
+ * were dropped. */
+BK_HIDDEN size_t val_shadow_drop_dead(struct val_shadow *s, uint64_t sp, bool live_at_cfa);
 /* rt_sigreturn: drop everything down to and including the top marker. */
 BK_HIDDEN void val_shadow_sigreturn(struct val_shadow *s);
 BK_HIDDEN void val_shadow_free(struct val_shadow *s);
@@ -421,14 +565,15 @@ BK_HIDDEN void val_shadow_free(struct val_shadow *s);
 /* Compare one walk with a thread's shadow stack. */
 struct val_checker;
 struct val_walk_in {
+	const struct val_arch *arch;
 	struct bk_space *space;
 	const struct bk_regs *regs;  /* the thread's registers now */
 	const struct val_shadow *shadow;
 	bool complete;               /* the shadow knows the outermost frame */
 	unsigned max_frames;
-	uint32_t call_regs;          /* registers compared in CALL and HANDLER
-				      * frames (a mask over DWARF 0..16); a
-				      * SIGNAL frame's are all compared */
+	uint64_t call_regs;          /* registers compared in CALL and HANDLER
+				      * frames (a mask over slots); a SIGNAL
+				      * frame's are all compared */
 	bool regs_last_only;         /* registers at the last compared frame
 				      * only: values the cursor carries up
 				      * unread (lazily) are checked too */

@@ -45,10 +45,11 @@ static void diff(struct val_mismatch *mm, unsigned regno, uint64_t expected, boo
 }
 
 /* Compare frame C with shadow frame F; true when equal. */
-static bool same_frame(const struct bk_cursor *c, const struct val_frame *f, uint32_t call_regs,
-		       bool with_regs, struct val_stats *st, struct val_mismatch *mm)
+static bool same_frame(const struct val_arch *a, const struct bk_cursor *c,
+		       const struct val_frame *f, uint64_t call_regs, bool with_regs,
+		       struct val_stats *st, struct val_mismatch *mm)
 {
-	uint32_t known = f->kind == VAL_FRAME_SIGNAL ? f->known : f->known & call_regs;
+	uint64_t known = f->kind == VAL_FRAME_SIGNAL ? f->known : f->known & call_regs;
 	if (!with_regs)
 		known = 0;
 	uint64_t pc = bk_cursor_pc(c), sp = bk_cursor_sp(c);
@@ -59,14 +60,15 @@ static bool same_frame(const struct bk_cursor *c, const struct val_frame *f, uin
 		diff(mm, VAL_REG_SP, f->cfa, true, sp);
 	if (f->kind == VAL_FRAME_SIGNAL && bk_cursor_how(c) != BK_HOW_SIGNAL)
 		diff(mm, VAL_HOW, BK_HOW_SIGNAL, true, bk_cursor_how(c));
-	for (unsigned r = 0; r < VAL_NREGS; r++) {
-		if (!(known >> r & 1))
+	for (unsigned s = 0; s < a->ai->nslots && s < VAL_NREGS; s++) {
+		if (!(known >> s & 1))
 			continue;
+		unsigned regno = a->ai->slot_regno[s];
 		uint64_t v = 0;
-		bool ok = bk_cursor_reg(c, r, &v);
+		bool ok = bk_cursor_reg(c, regno, &v);
 		st->regs_checked++;
-		if (!ok || v != f->regs[r])
-			diff(mm, r, f->regs[r], ok, v);
+		if (!ok || v != f->regs[s])
+			diff(mm, regno, f->regs[s], ok, v);
 	}
 	if (mm->ndiffs)
 		return false;
@@ -195,7 +197,7 @@ bool val_check_walk(const struct val_walk_in *in, struct val_stats *st, struct v
 		standing = false;
 		st->frames_checked++;
 		bool with_regs = !in->regs_last_only || i == last;
-		if (!same_frame(&c, f, in->call_regs, with_regs, st, mm)) {
+		if (!same_frame(in->arch, &c, f, in->call_regs, with_regs, st, mm)) {
 			mm->kind = VAL_VALUES;
 			mm->frame = depth;
 			mm->culprit_pc = culprit;

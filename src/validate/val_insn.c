@@ -1,13 +1,21 @@
-/* Instructions: Capstone (x86-64, detail on) says which instructions move
- * the shadow stack, and disassembles them for reports; a cache keeps what
- * was decided per PC, so each PC is read and decoded once.
+/* Instructions: Capstone (x86-64 or AArch64, detail on) says which
+ * instructions move the shadow stack, and disassembles them for reports; a
+ * cache keeps what was decided per PC, so each PC is read and decoded once.
  *
- * Classes: every near call (CS_GRP_CALL: call rel32, call r/m64 in all
- * addressing forms) pushes a return address; every near return (CS_GRP_RET:
- * ret, ret imm16) pops one; `syscall` is noted because a few system calls
- * move the shadow stack (rt_sigreturn) or the module list (mmap of code).
- * Far calls and returns (lcall, retf, iret) do not occur in 64-bit user
- * code and are left as OTHER.
+ * Classes on x86-64: every near call (CS_GRP_CALL: call rel32, call r/m64
+ * in all addressing forms) pushes a return address; every near return
+ * (CS_GRP_RET: ret, ret imm16) pops one; `syscall` is noted because a few
+ * system calls move the shadow stack (rt_sigreturn) or the module list
+ * (mmap of code). Far calls and returns (lcall, retf, iret) do not occur in
+ * 64-bit user code and are left as OTHER.
+ *
+ * On AArch64: bl and blr (and the authenticated blraa, blraaz, blrab,
+ * blrabz) set x30 and branch: calls; ret (and retaa, retab) return; svc is
+ * the system call. Capstone 4 does not know the ARMv8.3 forms (they do not
+ * decode), so those are told by their encodings (Arm ARM C6.2: BLRAA
+ * 0xd73f0800 | Rn << 5 | Rm, BLRAAZ 0xd63f081f | Rn << 5, the B-key forms
+ * with bit 10 set; RETAA 0xd65f0bff, RETAB 0xd65f0fff). b and br are
+ * jumps: a tail call changes no frame. Every instruction is 4 bytes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -20,14 +28,16 @@
 /* A decoder is one src/insn decoder (Capstone, loaded on first use). */
 struct val_decoder {
 	struct insn_dec *dec;
+	enum bk_arch arch;
 };
 
-int val_decoder_open(struct val_decoder **out)
+int val_decoder_open(enum bk_arch arch, struct val_decoder **out)
 {
 	struct val_decoder *d = base_calloc(1, sizeof(*d));
 	if (!d)
 		return BK_E_NOMEM;
-	int err = insn_open(BK_ARCH_X86_64, &d->dec);
+	d->arch = arch;
+	int err = insn_open(arch, &d->dec);
 	if (err) {
 		base_free(d);
 		return err;
@@ -44,10 +54,49 @@ void val_decoder_close(struct val_decoder *d)
 	base_free(d);
 }
 
+/* The AArch64 classes by encoding (the authenticated forms). */
+static uint8_t a64_kind(uint32_t w)
+{
+	if ((w & 0xfffff800u) == 0xd73f0800u)          /* blraa, blrab */
+		return VAL_INSN_CALL;
+	if ((w & 0xfffffbffu & ~0x3e0u) == 0xd63f081fu) /* blraaz, blrabz */
+		return VAL_INSN_CALL;
+	if (w == 0xd65f0bffu || w == 0xd65f0fffu)       /* retaa, retab */
+		return VAL_INSN_RET;
+	return VAL_INSN_OTHER;
+}
+
+static void decode_a64(struct val_decoder *d, const uint8_t *bytes, size_t len, uint64_t pc,
+		       struct val_code *out)
+{
+	out->len = 4;
+	if (len < 4)
+		return; /* UNKNOWN */
+	uint32_t w = (uint32_t)bytes[0] | (uint32_t)bytes[1] << 8 | (uint32_t)bytes[2] << 16 |
+		     (uint32_t)bytes[3] << 24;
+	out->kind = a64_kind(w);
+	if (out->kind != VAL_INSN_OTHER)
+		return;
+	const cs_insn *i = insn_decode(d->dec, bytes, 4, pc);
+	if (!i)
+		return; /* undecodable: an ordinary instruction for the shadow stack */
+	if (i->id == ARM64_INS_BL || i->id == ARM64_INS_BLR)
+		out->kind = VAL_INSN_CALL;
+	else if (i->id == ARM64_INS_RET)
+		out->kind = VAL_INSN_RET;
+	else if (i->id == ARM64_INS_SVC)
+		out->kind = VAL_INSN_SYSCALL;
+}
+
 void val_decode(struct val_decoder *d, const uint8_t *bytes, size_t len, uint64_t pc,
 		struct val_code *out)
 {
 	out->pc = pc;
+	if (d->arch == BK_ARCH_AARCH64) {
+		out->kind = VAL_INSN_UNKNOWN;
+		decode_a64(d, bytes, len, pc, out);
+		return;
+	}
 	out->len = 1;
 	out->kind = VAL_INSN_UNKNOWN;
 	const cs_insn *i = insn_decode(d->dec, bytes, len, pc);

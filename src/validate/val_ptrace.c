@@ -873,6 +873,7 @@ static int pt_start(char *const *argv, const struct val_driver_opts *opts,
 		return BK_E_NOMEM;
 	}
 	p->base.ops = &val_ptrace_driver;
+	p->base.arch = BK_ARCH_X86_64;
 	p->run_free = opts->run_free;
 	p->memfd = p->errfd = -1;
 	snprintf(p->prog, sizeof(p->prog), "%s", argv[0]);

@@ -48,8 +48,10 @@
  *
  * One space per executable image, kept across steps: its modules and row
  * cache stay, only memory the program may have written is dropped before
- * each walk. The checker's facts are x86-64 Linux's (call and return
- * forms, system call numbers, the signal frame). It trusts the driver to
+ * each walk. The checker's facts are Linux's, per architecture (struct
+ * val_arch: registers by src/arch slot, what a call pushes, the system call
+ * numbers, where the signal frame keeps the interrupted SP and PC; the
+ * instruction classes are val_insn.c's). It trusts the driver to
  * keep the contract of val.h, "Drivers": above all, that what it reads
  * never shows a breakpoint and that each stop is reported once.
  */
@@ -63,22 +65,6 @@
 
 #include "../unwind/unwind.h"
 
-/* x86-64 system call numbers that move the shadow stack or the map. */
-#define NR_MMAP 9
-#define NR_MPROTECT 10
-#define NR_MUNMAP 11
-#define NR_RT_SIGRETURN 15
-#define NR_MREMAP 25
-#define NR_PKEY_MPROTECT 329
-
-/* Callee-saved registers (DWARF): rbx, rbp, r12-r15. */
-#define CALLEE_SAVED ((1u << 3) | (1u << 6) | (1u << 12) | (1u << 13) | (1u << 14) | (1u << 15))
-/* A signal frame restores every general register; rax may have been
- * changed by a system call restart and rsp, rip are compared as SP, PC. */
-#define SIGNAL_KNOWN (CALLEE_SAVED | (1u << 1) | (1u << 2) | (1u << 4) | (1u << 5) | \
-		      (1u << 8) | (1u << 9) | (1u << 10) | (1u << 11))
-/* rdi (DWARF 5): a handler's first argument, the signal number. */
-#define HANDLER_SIG_REG 5
 
 /* RUNNING: before checking starts. STEPPING: single-stepped. FREE: in
  * unchecked code at full speed (VAL_RESUME_SYSCALLS), until a breakpoint, a
@@ -93,9 +79,11 @@ struct thread {
 	bool entering;          /* a caught signal went in: next stop is its handler */
 	int entering_sig;
 	uint64_t sig_regs[VAL_NREGS];
+	uint64_t sig_valid;     /* slots of SIG_REGS the driver gave */
 	bool have_pending;      /* the instruction at pending.pc is about to run */
 	struct val_code pending;
-	uint64_t pre[VAL_NREGS]; /* registers before it */
+	uint64_t pre[VAL_NREGS]; /* registers before it (by slot) */
+	uint64_t pre_valid;     /* slots of PRE the driver gave */
 	struct val_shadow shadow;
 	/* FREE: the return it waits for (a breakpoint at RA, at SP >= CFA). */
 	bool has_ret;
@@ -136,6 +124,7 @@ struct run {
 	struct val_result *res;
 	const struct val_driver_ops *dops;
 	struct val_driver *d;
+	const struct val_arch *arch; /* the program's: slots, calls, system calls */
 	struct thread **threads;
 	size_t nthreads, cap;
 	struct thread *last;
@@ -185,20 +174,35 @@ static void set_error(struct run *r, const char *fmt, ...)
 	r->res->error = base_strdup(buf);
 }
 
-/* The registers the shadow stack keeps: DWARF 0..16 (rax..r15, rip). */
-static void shadow_regs(const struct bk_regs *u, uint64_t out[VAL_NREGS])
+/* The registers the shadow stack keeps, by slot (src/arch); returns the
+ * mask of the slots the driver gave. */
+static uint64_t shadow_regs(const struct run *r, const struct bk_regs *u, uint64_t out[VAL_NREGS])
 {
-	memcpy(out, u->val, VAL_NREGS * sizeof(*out));
+	const struct arch_info *ai = r->arch->ai;
+	uint64_t valid = 0;
+	for (unsigned s = 0; s < ai->nslots && s < VAL_NREGS; s++) {
+		out[s] = 0;
+		if (bk_regs_get(u, ai->slot_regno[s], &out[s]))
+			valid |= (uint64_t)1 << s;
+	}
+	return valid;
 }
 
-static uint64_t pc_of(const struct bk_regs *u)
+static uint64_t pc_of(const struct run *r, const struct bk_regs *u)
 {
-	return u->val[VAL_REG_PC];
+	return u->val[r->arch->ai->slot_regno[r->arch->pc]];
 }
 
-static uint64_t sp_of(const struct bk_regs *u)
+static uint64_t sp_of(const struct run *r, const struct bk_regs *u)
 {
-	return u->val[VAL_REG_SP];
+	return u->val[r->arch->ai->slot_regno[r->arch->sp]];
+}
+
+/* Is a frame whose CFA is CFA over, with SP at SP? (Where the call pushed
+ * the return address the callee runs below its CFA; on AArch64 at it.) */
+static bool past(const struct run *r, uint64_t sp, uint64_t cfa)
+{
+	return r->arch->ra_size ? sp >= cfa : sp > cfa;
 }
 
 /* Read up to LEN bytes at ADDR of the program, breakpoints hidden; how
@@ -209,10 +213,11 @@ static size_t read_prog(struct run *r, uint64_t addr, void *dst, size_t len)
 }
 
 /* System calls that change the map. */
-static bool maps_call(uint64_t nr)
+static bool maps_call(const struct run *r, uint64_t nr)
 {
-	return nr == NR_MMAP || nr == NR_MPROTECT || nr == NR_MUNMAP || nr == NR_MREMAP ||
-	       nr == NR_PKEY_MPROTECT;
+	const struct val_arch *a = r->arch;
+	return nr == a->nr_mmap || nr == a->nr_mprotect || nr == a->nr_munmap ||
+	       nr == a->nr_mremap || nr == a->nr_pkey_mprotect;
 }
 
 /* ---- Breakpoints --------------------------------------------------------- */
@@ -417,9 +422,9 @@ static char *disasm_at(struct run *r, uint64_t pc)
 	return base_strdup(buf);
 }
 
-static void rule_text(const struct bk_rule *rule, char *buf, size_t len)
+static void rule_text(enum bk_arch arch, const struct bk_rule *rule, char *buf, size_t len)
 {
-	const char *rn = bk_reg_name(BK_ARCH_X86_64, rule->reg);
+	const char *rn = bk_reg_name(arch, rule->reg);
 	switch (rule->kind) {
 	case BK_RULE_UNDEFINED: snprintf(buf, len, "undef"); break;
 	case BK_RULE_SAME_VALUE: snprintf(buf, len, "same"); break;
@@ -457,11 +462,11 @@ static char *row_at(struct run *r, uint64_t pc, bool *nocfi)
 	}
 	size_t at = 0;
 	char cell[64];
-	rule_text(&row.cfa, cell, sizeof(cell));
+	rule_text(r->arch->arch, &row.cfa, cell, sizeof(cell));
 	at += (size_t)snprintf(buf + at, sizeof(buf) - at, "cfa=%s", cell);
 	for (unsigned i = 0; i < row.nregs && at < sizeof(buf) - 80; i++) {
-		const char *rn = bk_reg_name(BK_ARCH_X86_64, row.regno[i]);
-		rule_text(&row.regs[i], cell, sizeof(cell));
+		const char *rn = bk_reg_name(r->arch->arch, row.regno[i]);
+		rule_text(r->arch->arch, &row.regs[i], cell, sizeof(cell));
 		at += (size_t)snprintf(buf + at, sizeof(buf) - at, " %s=%s",
 				       row.regno[i] == row.ra_reg ? "ra" : rn ? rn : "?", cell);
 	}
@@ -848,43 +853,51 @@ static struct val_frame *top_known(struct thread *t)
 static void settle(struct run *r, struct thread *t, const uint64_t now[VAL_NREGS])
 {
 	struct val_stats *st = &r->res->stats;
-	if (t->have_pending && now[VAL_REG_PC] != t->pending.pc) {
+	const struct val_arch *a = r->arch;
+	uint64_t now_sp = now[a->sp], now_pc = now[a->pc];
+	if (t->have_pending && now_pc != t->pending.pc) {
 		t->have_pending = false;
 		switch (t->pending.kind) {
 		case VAL_INSN_CALL: {
 			struct val_frame f = {
 				.ra = t->pending.pc + t->pending.len,
-				.cfa = t->pre[VAL_REG_SP],
+				.cfa = t->pre[a->sp],
 				.site = t->pending.pc,
-				.known = CALLEE_SAVED,
+				.known = a->callee_saved & t->pre_valid,
 				.kind = VAL_FRAME_CALL,
 			};
 			memcpy(f.regs, t->pre, sizeof(f.regs));
-			if (now[VAL_REG_SP] != f.cfa - 8)
+			if (now_sp != f.cfa - a->ra_size)
 				st->anomalies++;
 			val_shadow_push(&t->shadow, &f);
 			break;
 		}
 		case VAL_INSN_RET: {
-			const struct val_frame *top = top_known(t);
-			if (top && now[VAL_REG_SP] >= top->cfa && top->ra != now[VAL_REG_PC])
+			struct val_frame *top = top_known(t);
+			if (top && now_sp >= top->cfa && top->ra != now_pc)
 				st->anomalies++;
+			/* Where SP does not move at a return (AArch64 leaves),
+			 * the frame returned from ends here, and the gap above
+			 * it with it. */
+			if (top && !a->ra_size && now_sp == top->cfa && top->ra == now_pc &&
+			    top->kind != VAL_FRAME_SIGNAL)
+				t->shadow.n = (size_t)(top - t->shadow.f);
 			break;
 		}
 		case VAL_INSN_SYSCALL: {
 			/* The map changed: new code may need modules, and the
 			 * space keeps read-only memory cached by the map. */
-			uint64_t nr = t->pre[0];
-			if (nr == NR_RT_SIGRETURN)
+			uint64_t nr = t->pre[a->nr_reg];
+			if (nr == a->nr_rt_sigreturn)
 				val_shadow_sigreturn(&t->shadow);
-			else if (maps_call(nr))
+			else if (maps_call(r, nr))
 				r->maps_dirty = true;
 			break;
 		}
 		}
 	}
 	size_t before = t->shadow.n;
-	val_shadow_drop_dead(&t->shadow, now[VAL_REG_SP]);
+	val_shadow_drop_dead(&t->shadow, now_sp, !a->ra_size);
 	/* Everything dropped by a stack switch: what comes back is unknown. */
 	if (before && !t->shadow.n && t->pending.kind != VAL_INSN_RET)
 		t->complete = false;
@@ -909,41 +922,75 @@ static bool fast_window(struct run *r, uint64_t sp, struct uw_window *win)
 }
 
 /* The thread stopped at the first instruction of a signal handler. */
+/* Where the signal frame at a handler's entry (SP HSP) keeps the
+ * interrupted SP and PC: the kernel's ucontext (src/arch's sigframe layout;
+ * above a pushed return address where calls push one). */
+static bool sigframe_sp_pc(struct run *r, uint64_t hsp, uint64_t *sp, uint64_t *pc)
+{
+	const struct arch_info *ai = r->arch->ai;
+	const struct arch_sigframe *sf = &ai->sigframe;
+	uint64_t gregs = hsp + r->arch->ra_size + sf->ucontext_off + sf->gregs_off;
+	bool have_sp = false, have_pc = false;
+	for (unsigned i = 0; i < sf->nregs; i++) {
+		if (sf->reg[i].regno == ai->sp_reg)
+			have_sp = read_prog(r, gregs + sf->reg[i].off, sp, 8) == 8;
+		else if (sf->reg[i].regno == ai->pc_reg)
+			have_pc = read_prog(r, gregs + sf->reg[i].off, pc, 8) == 8;
+	}
+	return have_sp && have_pc;
+}
+
 static void handler_entry(struct run *r, struct thread *t, const uint64_t now[VAL_NREGS])
 {
 	struct val_stats *st = &r->res->stats;
+	const struct val_arch *a = r->arch;
 	const uint64_t *in = t->sig_regs;
-	/* The kernel's frame: ucontext at SP + 8, mcontext's gregs 40 bytes
-	 * in (REG_RSP 15, REG_RIP 16). Only the PC is taken from it: a system
-	 * call restart moves it back over the syscall instruction. */
-	uint64_t gregs[23] = { 0 };
-	uint64_t ip = in[VAL_REG_PC];
-	if (read_prog(r, now[VAL_REG_SP] + 8 + 40, gregs, sizeof(gregs)) == sizeof(gregs)) {
-		if (gregs[15] != in[VAL_REG_SP])
+	/* The kernel's frame. Only the PC is taken from it: a system call
+	 * restart moves it back over the system call instruction. */
+	uint64_t ip = in[a->pc], fsp, fpc;
+	if (sigframe_sp_pc(r, now[a->sp], &fsp, &fpc)) {
+		if (fsp != in[a->sp])
 			st->anomalies++;
-		if (gregs[16] == ip || gregs[16] == ip - 2)
-			ip = gregs[16];
-		else
+		if (fpc == ip || fpc == ip - a->restart_len) {
+			ip = fpc;
+		} else if (fsp == in[a->sp]) {
+			/* The signal was delivered further on than where it was
+			 * reported: instructions ran that the shadow stack did
+			 * not see (qemu-user does this with signals that arrive
+			 * while it steps). Nothing checked from here would be
+			 * sure: the run ends, said so. */
+			set_error(r, "thread %d: signal %d was delivered at 0x%llx, after it was "
+				     "reported at 0x%llx (instructions ran unseen); the run cannot go on",
+				  t->tid, t->entering_sig, (unsigned long long)fpc, (unsigned long long)ip);
+			r->dops->kill(r->d);
+			return;
+		} else {
 			st->anomalies++;
+		}
 	}
-	uint64_t isp = in[VAL_REG_SP], hsp = now[VAL_REG_SP];
+	uint64_t isp = in[a->sp], hsp = now[a->sp];
 	struct val_frame m = {
 		.ra = ip,
 		.cfa = isp,
 		.site = ip,
-		.known = SIGNAL_KNOWN,
+		.known = a->signal_known & t->sig_valid,
 		.kind = VAL_FRAME_SIGNAL,
 		.altstack = !(hsp < isp && isp - hsp < (64u << 10)),
 		.handler_sp = hsp,
 	};
 	memcpy(m.regs, in, sizeof(m.regs));
 	val_shadow_push(&t->shadow, &m);
+	/* The handler returns into the trampoline: its address pushed, or
+	 * in the link register. */
 	uint64_t restorer = 0;
-	read_prog(r, hsp, &restorer, sizeof(restorer));
+	if (a->ra_size)
+		read_prog(r, hsp, &restorer, sizeof(restorer));
+	else
+		restorer = now[a->lr];
 	struct val_frame h = {
 		.ra = restorer,
-		.cfa = hsp + 8,
-		.known = CALLEE_SAVED,
+		.cfa = hsp + a->ra_size,
+		.known = a->callee_saved & t->sig_valid,
 		.kind = VAL_FRAME_HANDLER,
 	};
 	memcpy(h.regs, now, sizeof(h.regs));
@@ -956,13 +1003,14 @@ static void check(struct run *r, struct thread *t, const struct bk_regs *u, stru
 	struct val_stats *st = &r->res->stats;
 	r->dops->space_invalidate(r->d);
 	struct val_walk_in in = {
+		.arch = r->arch,
 		.space = r->space,
 		.regs = u,
 		.shadow = &t->shadow,
 		.complete = t->complete,
 		.max_frames = r->o->max_frames,
 		/* A frame-pointer walk recovers rbp, not what callees saved. */
-		.call_regs = r->o->fp_only ? 1u << 6 : CALLEE_SAVED,
+		.call_regs = r->o->fp_only ? r->arch->fp_saved : r->arch->callee_saved,
 	};
 	struct val_mismatch mm;
 	st->insns_checked++;
@@ -984,16 +1032,16 @@ static void check(struct run *r, struct thread *t, const struct bk_regs *u, stru
 	if (!ok) {
 		/* Without CFI the fallback can only guess; with --method fp
 		 * guessing is what is measured. */
-		if (record(r, t, &mm, pc_of(u)) && !r->o->fp_only)
+		if (record(r, t, &mm, pc_of(r, u)) && !r->o->fp_only)
 			st->nocfi_insns++;
 		else
 			st->bad_insns++;
 	}
 	if (r->o->fast_walk) {
 		struct uw_window win;
-		bool have = fast_window(r, sp_of(u), &win);
+		bool have = fast_window(r, sp_of(r, u), &win);
 		if (!val_check_fast(&in, have ? &win : NULL, st, &mm)) {
-			record(r, t, &mm, pc_of(u));
+			record(r, t, &mm, pc_of(r, u));
 			st->bad_insns++;
 		}
 	}
@@ -1044,14 +1092,14 @@ static void ensure_gap(struct thread *t, uint64_t cfa)
 /* T stands in unchecked code: let it run free if it can come back. */
 static bool try_free(struct run *r, struct thread *t, const struct bk_regs *u)
 {
-	if (r->o->step_all || !r->space || t->entering || find_bp(r, pc_of(u)))
+	if (r->o->step_all || !r->space || t->entering || find_bp(r, pc_of(r, u)))
 		return false;
 	const struct val_frame *top = top_known(t);
 	if (top && top->kind == VAL_FRAME_SIGNAL)
 		return false; /* the trampoline's rt_sigreturn is next: step it */
 	if (t->nesc && (!t->esc_callees[t->nesc - 1] || !top || top->cfa >= t->esc_cfa[t->nesc - 1]))
 		return false;
-	if (top && sp_of(u) >= top->cfa)
+	if (top && past(r, sp_of(r, u), top->cfa))
 		return false;
 	uint64_t ra = top ? top->ra : 0, cfa = top ? top->cfa : UINT64_MAX;
 	if (top && !add_return(r, t, ra, cfa))
@@ -1070,22 +1118,29 @@ static bool try_free(struct run *r, struct thread *t, const struct bk_regs *u)
 static void back_to_stepping(struct run *r, struct thread *t, const struct bk_regs *u,
 			     const struct bp *hit)
 {
-	uint64_t sp = sp_of(u);
+	uint64_t sp = sp_of(r, u);
 	bool own = t->has_ret && hit && hit->addr == t->ret_addr && sp >= t->ret_cfa;
 	bool entry = hit && hit->flags;
 	drop_return(r, t);
 	t->mode = MODE_STEPPING;
 	t->have_pending = false;
 	t->sigreturning = false;
-	val_shadow_drop_dead(&t->shadow, sp);
+	if (own && !r->arch->ra_size) {
+		/* The awaited return: its frame ends here (SP is back at its
+		 * CFA, where past() still calls it live). */
+		struct val_frame *top = top_known(t);
+		if (top && top->ra == hit->addr && top->cfa == sp)
+			t->shadow.n = (size_t)(top - t->shadow.f);
+	}
+	val_shadow_drop_dead(&t->shadow, sp, !r->arch->ra_size);
 	if (own)
 		return;
 	r->res->stats.reentries++;
 	const struct val_frame *top = top_known(t);
 	uint64_t cfa = top ? top->cfa : UINT64_MAX;
-	if (sp >= cfa)
+	if (past(r, sp, cfa))
 		return;
-	if (entry && sp + 8 >= cfa) {
+	if (entry && sp + r->arch->ra_size >= cfa) {
 		/* Jumped to in place of the frame below: no frame between. */
 		if (t->shadow.n && t->shadow.f[t->shadow.n - 1].kind == VAL_FRAME_GAP)
 			t->shadow.n--;
@@ -1093,10 +1148,14 @@ static void back_to_stepping(struct run *r, struct thread *t, const struct bk_re
 	}
 	ensure_gap(t, cfa);
 	if (entry) {
-		/* Called from the free code: its caller's frame is known. */
-		struct val_frame f = { .cfa = sp + 8, .known = CALLEE_SAVED, .kind = VAL_FRAME_CALL };
-		read_prog(r, sp, &f.ra, sizeof(f.ra));
-		shadow_regs(u, f.regs);
+		/* Called from the free code: its caller's frame is known
+		 * (the return address at SP, or in the link register). */
+		struct val_frame f = { .cfa = sp + r->arch->ra_size, .kind = VAL_FRAME_CALL };
+		f.known = r->arch->callee_saved & shadow_regs(r, u, f.regs);
+		if (r->arch->ra_size)
+			read_prog(r, sp, &f.ra, sizeof(f.ra));
+		else
+			f.ra = f.regs[r->arch->lr];
 		val_shadow_push(&t->shadow, &f);
 	}
 }
@@ -1107,17 +1166,17 @@ static void back_to_stepping(struct run *r, struct thread *t, const struct bk_re
 static void at_instruction(struct run *r, struct thread *t, const struct bk_regs *u, bool walk,
 			   int sig)
 {
-	uint64_t pc = pc_of(u);
+	uint64_t pc = pc_of(r, u);
 	if (r->maps_dirty && r->space)
 		refresh_modules(r);
 	const struct val_code *c = code_at(r, pc);
 	const struct bp *b = r->nbps || r->nrbps ? find_bp(r, pc) : NULL;
 	if (b && (b->flags & (BP_ESCAPE | BP_ESCAPE_CALLEES)) &&
-	    (!t->nesc || sp_of(u) + 8 < t->esc_cfa[t->nesc - 1])) {
+	    (!t->nesc || sp_of(r, u) + r->arch->ra_size < t->esc_cfa[t->nesc - 1])) {
 		if (t->nesc == sizeof(t->esc_cfa) / sizeof(*t->esc_cfa))
 			t->nesc--; /* deeper still: the innermost one counts */
 		t->esc_callees[t->nesc] = !(b->flags & BP_ESCAPE);
-		t->esc_cfa[t->nesc++] = sp_of(u) + 8;
+		t->esc_cfa[t->nesc++] = sp_of(r, u) + r->arch->ra_size;
 	}
 	if (walk && c->checked && r->space)
 		check(r, t, u, (struct val_code *)c);
@@ -1126,7 +1185,7 @@ static void at_instruction(struct run *r, struct thread *t, const struct bk_regs
 	t->pending = *c;
 	t->pending.pc = pc;
 	t->have_pending = true;
-	shadow_regs(u, t->pre);
+	t->pre_valid = shadow_regs(r, u, t->pre);
 	r->dops->resume(r->d, t->tid, VAL_RESUME_STEP, sig);
 }
 
@@ -1136,8 +1195,8 @@ static void at_instruction(struct run *r, struct thread *t, const struct bk_regs
 static void on_syscall_stop(struct run *r, struct thread *t, const struct val_event *ev)
 {
 	if (!ev->exit) {
-		t->sigreturning = ev->nr == NR_RT_SIGRETURN;
-	} else if (maps_call(ev->nr)) {
+		t->sigreturning = ev->nr == r->arch->nr_rt_sigreturn;
+	} else if (maps_call(r, ev->nr)) {
 		/* At the exit: read at the entry, the map could be re-read
 		 * (for another thread) before the change is made. */
 		r->maps_dirty = true;
@@ -1177,7 +1236,7 @@ static void on_free_stop(struct run *r, struct thread *t, const struct val_event
 	back_to_stepping(r, t, &u, NULL);
 	t->entering = true;
 	t->entering_sig = ev->sig;
-	shadow_regs(&u, t->sig_regs);
+	t->sig_valid = shadow_regs(r, &u, t->sig_regs);
 	at_instruction(r, t, &u, false, ev->sig);
 }
 
@@ -1189,19 +1248,23 @@ static void on_step_stop(struct run *r, struct thread *t, int sig)
 	if (r->dops->regs(r->d, t->tid, &u) != 0)
 		return; /* gone: its exit is reported next */
 	uint64_t now[VAL_NREGS];
-	shadow_regs(&u, now);
+	uint64_t now_valid = shadow_regs(r, &u, now);
 	/* Out of longjmp or the unwinder: SP passed its entry's CFA by a
 	 * jump (a move to RSP inside it does not count). */
-	bool jumped = !(t->have_pending && pc_of(&u) == t->pending.pc + t->pending.len);
-	while (t->nesc && jumped && sp_of(&u) >= t->esc_cfa[t->nesc - 1])
+	bool jumped = !(t->have_pending && pc_of(r, &u) == t->pending.pc + t->pending.len);
+	bool landed = false;
+	while (t->nesc && jumped && past(r, sp_of(r, &u), t->esc_cfa[t->nesc - 1])) {
 		t->nesc--;
+		landed = true;
+	}
 	if (!sig)
 		r->res->stats.insns_stepped++;
 	bool entered = false;
 	if (t->entering) {
 		t->entering = false;
-		/* The handler's first instruction: rdi holds the signal number. */
-		if (!sig && u.val[HANDLER_SIG_REG] == (uint64_t)t->entering_sig) {
+		/* The handler's first instruction: its first argument is the
+		 * signal number. */
+		if (!sig && now[r->arch->sig_reg] == (uint64_t)t->entering_sig) {
 			handler_entry(r, t, now);
 			t->have_pending = false;
 			entered = true;
@@ -1209,6 +1272,10 @@ static void on_step_stop(struct run *r, struct thread *t, int sig)
 	}
 	if (!entered)
 		settle(r, t, now);
+	/* Landed from longjmp or the unwinder: no frame the jump passed is
+	 * live, not even one whose CFA is SP (where calls push nothing). */
+	if (landed)
+		val_shadow_drop_dead(&t->shadow, sp_of(r, &u), false);
 	if (!sig) {
 		at_instruction(r, t, &u, true, 0);
 		return;
@@ -1218,6 +1285,7 @@ static void on_step_stop(struct run *r, struct thread *t, int sig)
 		t->entering = true;
 		t->entering_sig = sig;
 		memcpy(t->sig_regs, now, sizeof(now));
+		t->sig_valid = now_valid;
 	}
 	at_instruction(r, t, &u, false, sig);
 }
@@ -1363,7 +1431,7 @@ static void loop(struct run *r)
 		struct val_event ev;
 		int n = r->dops->wait(r->d, &ev);
 		if (n < 0)
-			set_error(r, "lost the program: %s", bk_strerror(n));
+			set_error(r, "lost the program: %s", r->d->lost ? r->d->lost : bk_strerror(n));
 		if (n <= 0)
 			break;
 		if (ev.kind == VAL_EV_NONE)
@@ -1417,20 +1485,27 @@ static void loop(struct run *r)
 int val_run(char *const *argv, const struct val_opts *o, struct val_result *res)
 {
 	memset(res, 0, sizeof(*res));
-	if (!argv || !argv[0] || !o || o->size < sizeof(*o))
+	if (!argv || !o || o->size < sizeof(*o) || (!argv[0] && !o->driver))
 		return BK_E_INVAL;
-	struct run r = { .o = o, .res = res, .dops = &val_ptrace_driver };
-	int err = val_decoder_open(&r.dec);
-	if (err) {
-		set_error(&r, "cannot open the disassembler: %s", bk_strerror(err));
-		return err;
-	}
-	struct val_driver_opts dopts = { .size = sizeof(dopts), .run_free = !o->step_all };
+	struct run r = { .o = o, .res = res, .dops = o->driver ? o->driver : &val_ptrace_driver };
+	struct val_driver_opts dopts = { .size = sizeof(dopts) };
+	if (o->driver_opts && o->driver_opts->size >= sizeof(dopts))
+		dopts = *o->driver_opts;
+	dopts.run_free = !o->step_all;
 	char why[512];
-	err = r.dops->start(argv, &dopts, &r.d, why, sizeof(why));
+	int err = r.dops->start(argv, &dopts, &r.d, why, sizeof(why));
 	if (err) {
 		set_error(&r, "%s", why);
-		val_decoder_close(r.dec);
+		return err;
+	}
+	r.arch = val_arch_get(r.d->arch);
+	res->arch = r.d->arch;
+	err = r.arch ? val_decoder_open(r.d->arch, &r.dec) : BK_E_UNSUPPORTED;
+	if (err) {
+		set_error(&r, r.arch ? "cannot open the disassembler: %s"
+				     : "the program's architecture is not supported (%s)",
+			  bk_strerror(err));
+		r.dops->close(r.d);
 		return err;
 	}
 	loop(&r);
@@ -1467,10 +1542,14 @@ void val_result_free(struct val_result *res)
 	memset(res, 0, sizeof(*res));
 }
 
-const char *val_reg_name(unsigned regno)
+const char *val_reg_name(enum bk_arch arch, unsigned regno)
 {
 	if (regno == VAL_HOW)
 		return "how";
-	const char *n = bk_reg_name(BK_ARCH_X86_64, regno);
+	if (regno == VAL_REG_PC)
+		return "pc";
+	if (regno == VAL_REG_SP)
+		return "sp";
+	const char *n = bk_reg_name(arch, regno);
 	return n ? n : "?";
 }

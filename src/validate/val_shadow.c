@@ -4,6 +4,9 @@
  * Invariant: frames are in call order; the CFA of a CALL or HANDLER frame is
  * the SP it returns to. A frame is dead once SP >= its CFA (a ret lands
  * exactly there, ret imm16 above, longjmp and C++ exceptions further up).
+ * Where a call pushes nothing (AArch64: the return address is in x30) a
+ * callee runs with SP at its CFA, so a frame dies only once SP > its CFA;
+ * the checker pops the frame a `ret` returns from itself.
  * Dropping goes top down and stops at the first live frame, so frames below
  * a live one are kept even when a stack switch (a signal handler on an
  * alternate stack, a coroutine) put SP above them.
@@ -33,8 +36,10 @@ int val_shadow_push(struct val_shadow *s, const struct val_frame *f)
 	return 0;
 }
 
-static bool dead(const struct val_frame *f, uint64_t sp)
+static bool dead(const struct val_frame *f, uint64_t sp, bool live_at_cfa)
 {
+	if (live_at_cfa && sp == f->cfa)
+		return false;
 	if (f->kind != VAL_FRAME_SIGNAL || !f->altstack)
 		return sp >= f->cfa;
 	/* Alternate stack: dead only when SP is back on the interrupted
@@ -45,10 +50,10 @@ static bool dead(const struct val_frame *f, uint64_t sp)
 	return sp >= f->cfa && sp - f->cfa < (8u << 20) && !on_handler_stack;
 }
 
-size_t val_shadow_drop_dead(struct val_shadow *s, uint64_t sp)
+size_t val_shadow_drop_dead(struct val_shadow *s, uint64_t sp, bool live_at_cfa)
 {
 	size_t dropped = 0;
-	while (s->n && dead(&s->f[s->n - 1], sp)) {
+	while (s->n && dead(&s->f[s->n - 1], sp, live_at_cfa)) {
 		s->n--;
 		dropped++;
 	}

@@ -49,7 +49,9 @@ expected = collections.defaultdict(dict)
 with open(known_txt) as f:
     for line in f:
         line = line.split("#", 1)[0].split()
-        if len(line) == 4:
+        # A pattern ("a64-*") names AArch64 builds, which the static
+        # check does not analyse (below).
+        if len(line) == 4 and not any(c in line[0] for c in "*?["):
             offs = {int(o, 16) for o in line[2].split(",")}
             expected["fix_" + underscorify(line[0])][line[1]] = (offs, set(line[3].split(",")))
 for cc in ("gcc", "clang"):
@@ -106,7 +108,19 @@ if tot:
           f"{t['differences']} differences; not checked: "
           f"{ {k: v for k, v in t['not_checked'].items() if v} }")
     check(share >= MIN_SHARE, f"checked share {share:.4f} below {MIN_SHARE}")
-    check(t["unreadable"] == 0 and t["unsupported"] == 0, f"total: {t}")
+    # The AArch64 builds (suite remote, validated under qemu-user) are
+    # files check --stack does not support yet: exactly those.
+    a64 = 0
+    for root, _, names in os.walk(fixdir):
+        for n in names:
+            try:
+                with open(os.path.join(root, n), "rb") as f:
+                    h = f.read(20)
+            except OSError:
+                continue
+            a64 += h[:4] == b"\x7fELF" and int.from_bytes(h[18:20], "little") == 183
+    check(t["unreadable"] == 0 and t["unsupported"] == a64,
+          f"total ({a64} AArch64 files): {t}")
 
 print(f"{checks} checks, {failures} failures")
 sys.exit(1 if failures else 0)

@@ -65,6 +65,20 @@ p = run("validate", "--", "/nonexistent/prog")
 check(p.returncode == 2 and "/nonexistent/prog: cannot run: No such file or directory" in
       p.stderr, "validate -- /nonexistent: exit %d, %r" % (p.returncode, p.stderr))
 
+# validate's remote options: one line naming the problem, exit status 2.
+if "not built" not in run("validate", "--help").stderr:
+    for args, want in [(["--remote", "nohostport"], "--remote nohostport: not HOST:PORT"),
+                       (["--remote", "1:2", "--qemu"], "--remote and --qemu: choose one"),
+                       (["--cpu", "max"], "--cpu, --sysroot"),
+                       (["--qemu", "--cpu", "max", "--timeout", "0"], "not a number of seconds"),
+                       (["--qemu"], "/nonexistent/prog: no such program")]:
+        if want == "--cpu, --sysroot":
+            want = "--sysroot, --cpu and --timeout go with --remote or --qemu"
+        prog = "/bin/true" if args[0:2] == ["--remote", "nohostport"] else "/nonexistent/prog"
+        p = run("validate", *args, "--", prog)
+        check(p.returncode == 2 and want in p.stderr and len(p.stderr.splitlines()) == 1,
+              "validate %s: exit %d, %r" % (" ".join(args), p.returncode, p.stderr))
+
 # run -f: a child that crashes while the parent waits for it.
 import re
 import tempfile
