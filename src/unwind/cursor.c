@@ -928,19 +928,31 @@ static int step_a64_entry(struct uw_cursor *c, uint64_t sp, uint64_t pc)
  * [fp], return address at [fp+8] (x86-64 rbp; AArch64 x29, whose record
  * holds x29 and x30), the end of the stack at a frame pointer of 0.
  * Anything else is not its frame (BK_STEP_NOT_MINE). */
+/* What the frame-pointer and scan steppers start from: the frame's SP in
+ * *SP; its frame pointer valid only if it could be read (unreadable: no
+ * chain to follow). */
+static int fallback_start(struct uw_cursor *c, uint64_t *sp)
+{
+	const struct arch_info *a = c->space->arch;
+	unsigned fps = arch_slot(a, a->fp_reg);
+	uint64_t ignored;
+	int err = resolve(c, arch_slot(a, a->sp_reg), sp);
+	if (!err && (c->valid & SLOT_BIT(fps)) && resolve(c, fps, &ignored) != 0)
+		c->valid &= ~SLOT_BIT(fps);
+	return err;
+}
+
 static int step_fp(struct uw_cursor *c)
 {
 	struct bk_space *s = c->space;
 	const struct arch_info *a = s->arch;
-	unsigned sps = arch_slot(a, a->sp_reg), fps = arch_slot(a, a->fp_reg), pcs = pc_slot(a);
+	unsigned fps = arch_slot(a, a->fp_reg), pcs = pc_slot(a);
 	uint64_t sp, pc = c->regs[pcs], w = a->addr_size;
-	uint64_t ra, fp, ignored;
+	uint64_t ra, fp;
 	int err;
 
-	if ((err = resolve(c, sps, &sp)))
+	if ((err = fallback_start(c, &sp)))
 		return err;
-	if ((c->valid & SLOT_BIT(fps)) && resolve(c, fps, &ignored) != 0)
-		c->valid &= ~SLOT_BIT(fps); /* unreadable: no chain to follow */
 
 	if (a->arch == BK_ARCH_X86_64 && c->at_pc) {
 		uint8_t code[5] = { 0 };
@@ -1004,18 +1016,19 @@ static int step_fp(struct uw_cursor *c)
  * direct call targets code at or before the PC (the call into the function
  * we are in); the chain, if its return address is plausible; the first
  * plausible return address above SP. Scans stop after SCAN_WORDS words;
- * frames found by scanning are tagged BK_HOW_SCAN. A frame that called is
- * not its frame. */
+ * frames found by scanning are tagged BK_HOW_SCAN. A frame that called
+ * reaches it only when its frame record gave no return address: then only
+ * its caller's call is looked for. */
 static int step_scan(struct uw_cursor *c)
 {
 	struct bk_space *s = c->space;
 	const struct arch_info *a = s->arch;
-	unsigned sps = arch_slot(a, a->sp_reg), fps = arch_slot(a, a->fp_reg), pcs = pc_slot(a);
+	unsigned fps = arch_slot(a, a->fp_reg), pcs = pc_slot(a);
 	uint64_t sp, pc = c->regs[pcs], w = a->addr_size;
-	uint64_t ra, fp, ignored;
+	uint64_t ra, fp;
 	int err;
 
-	if ((err = resolve(c, sps, &sp)))
+	if ((err = fallback_start(c, &sp)))
 		return err;
 	if (!c->at_pc) {
 		/* A frame that called, whose frame record gave no return
@@ -1031,8 +1044,6 @@ static int step_scan(struct uw_cursor *c)
 		}
 		return BK_STEP_NOT_MINE;
 	}
-	if ((c->valid & SLOT_BIT(fps)) && resolve(c, fps, &ignored) != 0)
-		c->valid &= ~SLOT_BIT(fps);
 	uint64_t frame = c->regs[fps];
 	bool chain = (c->valid & SLOT_BIT(fps)) && frame && frame % w == 0 && frame >= sp &&
 		     read_word(s, frame, &fp) == 0 && read_word(s, frame + w, &ra) == 0;
