@@ -156,7 +156,8 @@ static void check_row(const struct cfi_section *sec, const struct cfi_fde *fde,
 	check(fde->pc_begin <= row->loc && row->loc < row->loc_end && row->loc_end <= fde->pc_end,
 	      "row outside its FDE or empty");
 	check(row->nrules <= CFI_MAX_RULES, "too many rules");
-	check(row->ra_sign_state <= 1, "ra_sign_state");
+	/* bits 0 (signed) and 1 (with the PC: ..._negate_ra_state_with_pc) */
+	check(row->ra_sign_state <= 3, "ra_sign_state");
 	check_rule(sec, &row->cfa, true);
 	for (unsigned i = 0; i < row->nrules; i++) {
 		check(i == 0 || row->regno[i - 1] < row->regno[i], "rules not ascending");
