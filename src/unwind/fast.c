@@ -614,8 +614,12 @@ static int step_pool(const struct walk_mem *mem, const struct uw_xrule *x, struc
 		if (r->fp % 8 || r->fp < r->sp)
 			return -1;
 		cfa = r->fp + 16;
-		if (cfa <= cfa_prev || !rd(mem, r->fp, &fp) || !rd(mem, r->fp + 8, &r->pc))
+		uint64_t ra;
+		if (cfa <= cfa_prev || !rd(mem, r->fp, &fp) || !rd(mem, r->fp + 8, &ra))
 			return -1;
+		if (ra == 0)
+			return -1; /* no record: the cursor's scan looks for the call */
+		r->pc = ra;
 		r->fp = fp;
 		r->sp = cfa;
 		return 1;
