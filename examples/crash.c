@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 struct job {
 	const char *text;
@@ -25,6 +26,8 @@ __attribute__((noinline)) static int measure(const char *text, int *length)
 __attribute__((noinline)) static void *worker(void *arg)
 {
 	struct job *job = arg;
+	pthread_setname_np(pthread_self(), "worker");
+	usleep(100 * 1000); /* main is in pthread_join by then */
 	int n = measure(job->text, job->length);
 	printf("%d\n", n);
 	return NULL;
@@ -36,7 +39,6 @@ int main(void)
 	pthread_t t;
 	if (pthread_create(&t, NULL, worker, &job) != 0)
 		return 1;
-	pthread_setname_np(t, "worker");
 	pthread_join(t, NULL);
 	return 0;
 }
