@@ -51,20 +51,39 @@
 #include "../target/target.h"
 #include "../unwind/unwind.h"
 
-/* The sample being walked: its stack copy at its user SP. */
+/* The sample being walked: its stack copy at its user SP; and the space
+ * it is walked in, whose modules' code is read from their files. */
 struct sample_mem {
 	uint64_t addr, len;
 	const uint8_t *bytes;
+	struct bk_space *space;
 };
 
+/* Memory as the walks see it: the stack copy, and the code of the
+ * modules, read from their files (the fallbacks for code without CFI look
+ * at instructions: the call before a return address, a prologue, a ret).
+ * Nothing else: a file's writable data would be its initial values, not
+ * the process's. */
 static int sample_read(void *ctx, uint64_t addr, void *dst, size_t len)
 {
 	const struct sample_mem *m = ctx;
 	uint64_t off = addr - m->addr;
-	if (!m->bytes || off >= m->len || len > m->len - off)
+	if (m->bytes && off < m->len && len <= m->len - off) {
+		memcpy(dst, m->bytes + off, len);
+		return 0;
+	}
+	const struct uw_module *mod = m->space ? uw_space_find(m->space, addr) : NULL;
+	if (!mod || !mod->elf)
 		return BK_E_MEMORY;
-	memcpy(dst, m->bytes + off, len);
-	return 0;
+	const struct ldr_elf *l = mod->elf->ldr;
+	uint64_t link = addr - (uint64_t)mod->bias;
+	for (size_t i = 0; i < l->nsegs; i++) {
+		const struct ldr_segment *sg = &l->segs[i];
+		if ((sg->flags & PF_X) && !(sg->flags & PF_W) && link >= sg->vaddr &&
+		    link - sg->vaddr < sg->filesz && len <= sg->filesz - (link - sg->vaddr))
+			return ldr_read_vaddr(l, link, dst, len) == 0 ? 0 : BK_E_MEMORY;
+	}
+	return BK_E_MEMORY;
 }
 
 /* A module as an MMAP record gave it, kept to hand to a forked child and
@@ -600,7 +619,7 @@ int prof_stacks_walk(struct prof_stacks *p, const struct prof_record *rec, uint6
 	w->comm = pr->comm;
 	w->space = pr->space;
 	w->map = pr->map;
-	pr->mem = (struct sample_mem){ sp, s->stack ? s->stack_dyn_size : 0, s->stack };
+	pr->mem = (struct sample_mem){ sp, s->stack ? s->stack_dyn_size : 0, s->stack, pr->space };
 	if (!s->stack || !s->stack_dyn_size)
 		p->stats.no_stack++;
 

@@ -299,7 +299,13 @@ def record_duration(backstep, target):
     if elapsed > 20:  # the command runs 60 s if -d is not obeyed
         fail("%s: took %.1f s" % (name, elapsed))
     pids = {json.loads(l)["pid"] for l in r.stdout.decode().splitlines() if l.strip()}
-    alive = [p for p in pids if proc_state(p) and proc_state(p)[0] not in "ZX"]
+    # The command is ended; a child it forked just before lives its 30 ms
+    # on (an orphan then), longer on a loaded machine: give those 3 s.
+    for _ in range(30):
+        alive = [p for p in pids if proc_state(p) and proc_state(p)[0] not in "ZX"]
+        if not alive:
+            break
+        time.sleep(0.1)
     if not n or alive:
         fail("%s: %d samples; processes still running after it: %s" % (name, n, alive))
     print("%s: ended after %.1f s with %d samples; the command ended with it" % (name, elapsed, n))
