@@ -5,7 +5,8 @@
 
 Each PROGRAM (fixture builds: recursion, C++ with inlines, threads, a
 shared library, a signal handler, code without frame pointers, a library
-loaded with dlopen, short-lived child processes; and vdso_loop, whose
+loaded with dlopen, short-lived child processes; nocfi_loop, whose samples
+are in code without CFI, walked on by the frame-pointer fallback; and vdso_loop, whose
 samples are mostly in the vDSO, which has no file: at least 5 of them
 must be compared) is recorded with `perf
 record -e cpu-clock -c 20000 --call-graph dwarf` (a sample every 20 us of
