@@ -15,7 +15,7 @@ _backstep_options()
 	pid) echo "$stack" ;;
 	core) echo "--sysroot $stack" ;;
 	run) echo "-f --follow $stack" ;;
-	validate) echo "--only --from --method --max-frames --step-all --strict --json
+	validate) echo "--only --from --method --max-frames --step-all --strict --driver --json
 		-o --output --program-output -q --quiet --remote --qemu --cpu --sysroot
 		--timeout --help" ;;
 	check) echo "--json -v --verbose --stack --baseline --suppress --help" ;;
@@ -65,6 +65,7 @@ _backstep()
 	case $prev in
 	--section) COMPREPLY=($(compgen -W "eh debug" -- "$cur")); return ;;
 	--method) COMPREPLY=($(compgen -W "cfi fp fast" -- "$cur")); return ;;
+	--driver) COMPREPLY=($(compgen -W "inproc ptrace" -- "$cur")); return ;;
 	--format) COMPREPLY=($(compgen -W "perf-script folded json speedscope svg" -- "$cur")); return ;;
 	--suppress)
 		COMPREPLY=($(compgen -W "gap overlap eh-frame-hdr outside-code discarded zero-length

@@ -39,6 +39,7 @@ static int msg_fd = STDERR_FILENO;
 static const char usage_text[] =
 	"usage: backstep validate [--only MODULE|FUNCTION[,...]] [--from FUNCTION]\n"
 	"                         [--method cfi|fp|fast] [--max-frames N] [--step-all] [--strict]\n"
+	"                         [--driver inproc|ptrace]\n"
 	"                         [--json] [-o FILE] [--program-output FILE] [-q]\n"
 	"                         [--remote HOST:PORT | --qemu [--cpu CPU]] [--sysroot DIR]\n"
 	"                         [--timeout SECONDS]\n"
@@ -351,6 +352,8 @@ static void print_json(const struct val_result *res, const struct val_mismatch *
 	out_fmt(", \"started\": %s, \"interrupted\": %s", res->started ? "true" : "false",
 		res->interrupted ? "true" : "false");
 	json_str_field("error", res->error);
+	json_str_field("driver", res->driver);
+	json_str_field("driver_note", res->note);
 	out_fmt(",\n \"stats\": {\"instructions_stepped\": %llu, \"instructions_checked\": %llu, "
 		"\"distinct_pcs\": %llu, \"frames_checked\": %llu, \"registers_checked\": %llu, "
 		"\"walk_ends_checked\": %llu, \"frames_without_cfi\": %llu, "
@@ -445,6 +448,7 @@ int cmd_validate(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "strict", no_argument, NULL, 's' },
 		{ "step-all", no_argument, NULL, 'S' },
+		{ "driver", required_argument, NULL, 'D' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "remote", required_argument, NULL, 'R' },
@@ -493,6 +497,16 @@ int cmd_validate(int argc, char **argv)
 		case 'j': json = true; break;
 		case 's': strict = true; break;
 		case 'S': o.step_all = true; break;
+		case 'D':
+			if (!strcmp(optarg, "ptrace")) {
+				o.inproc = VAL_INPROC_NEVER;
+			} else if (!strcmp(optarg, "inproc")) {
+				o.inproc = VAL_INPROC_ONLY;
+			} else {
+				cli_error("--driver", "'%s' is not inproc or ptrace", optarg);
+				return 2;
+			}
+			break;
 		case 'q': quiet = true; break;
 		case 'R': dopts.remote = optarg; break;
 		case 'Q': dopts.qemu = true; break;
@@ -525,6 +539,10 @@ int cmd_validate(int argc, char **argv)
 	}
 	if (dopts.qemu_cpu && !dopts.qemu) {
 		cli_error("--cpu", "is qemu's: it goes with --qemu");
+		return 2;
+	}
+	if ((dopts.remote || dopts.qemu) && o.inproc == VAL_INPROC_ONLY) {
+		cli_error("--driver", "inproc runs the program here: not with --remote or --qemu");
 		return 2;
 	}
 	if (dopts.remote || dopts.qemu) {
@@ -576,6 +594,8 @@ int cmd_validate(int argc, char **argv)
 	char *shown[] = { prog[0] ? prog[0] : (char *)"(the stub's program)", NULL };
 	if (tty_progress && res.stats.seconds >= 1.0)
 		fputc('\n', stderr);
+	if (res.note && !quiet)
+		fprintf(stderr, "backstep: validate: note: %s\n", res.note);
 	if (err) {
 		cli_error("validate", "%s", res.error ? res.error : bk_strerror(err));
 		val_result_free(&res);

@@ -459,13 +459,17 @@ BK_HIDDEN const struct uw_module *uw_space_find(const struct bk_space *s, uint64
  * loaded at the same address never reuse each other's rows. */
 BK_HIDDEN bool uw_cache_get(struct bk_space *s, uint64_t pc, uint64_t tag, struct uw_crow *row);
 BK_HIDDEN void uw_cache_put(struct bk_space *s, uint64_t pc, uint64_t tag, const struct uw_crow *row);
-/* The set of PC: 32-byte granules of code go to consecutive sets within a
- * 64 KiB region (the bits above are hashed in), so the rows of nearby code
- * share pages and a first walk faults in few of the cache's. */
+/* The set of PC: 4-byte granules of code go to consecutive sets within an
+ * 8 KiB region (the bits above are hashed in), so the rows of nearby code
+ * share pages and a first walk faults in few of the cache's. Granules that
+ * small keep the instructions of one function apart: the validator walks
+ * from every instruction, and with 32-byte granules (eight instructions to
+ * a set of two) the rows of a loop evicted each other at every iteration
+ * (bench/README.md "backstep validate speed"). */
 static inline size_t uw_cache_slot(uint64_t pc)
 {
 	uint64_t h = (pc >> 16) * 0x9e3779b97f4a7c15ull;
-	return (size_t)((h >> 52) + (pc >> 4)) & (UW_CACHE_ENTRIES - 2); /* even: a set of two */
+	return (size_t)((h >> 52) + (pc >> 2) * 2) & (UW_CACHE_ENTRIES - 2); /* even: a set of two */
 }
 /* How the frame at PC (looked up at LOOKUP) in module M (NULL: none known)
  * is unwound: the sigreturn trampoline, a CFI row (compiled into *CROW; the

@@ -25,7 +25,9 @@
  *
  * One checker (val_run.c: threads, shadow stacks, stepping over, the
  * comparison of val_check.c) over one driver per way of running a program
- * (val_ptrace.c; val_gdbremote.c over val_rsp.c's parser). Layers: uses src/unwind (spaces, cursor), src/sym through
+ * (val_ptrace.c; val_gdbremote.c over val_rsp.c's parser; val_inproc.c
+ * with inproc_preload.c, which runs the checker inside the program).
+ * Layers: uses src/unwind (spaces, cursor), src/sym through
  * bk_space_symbolize, Capstone for decoding, and, in the ptrace driver
  * only, src/target and the ptrace target (uw_target_adopt). Nothing below
  * calls it. Cold: it allocates freely and prints nothing (the CLI reports).
@@ -84,6 +86,10 @@ struct val_opts {
 	 * (may be NULL) says where a remote one finds its stub. */
 	const struct val_driver_ops *driver;
 	const struct val_driver_opts *driver_opts;
+	/* Without DRIVER: in-process (val_inproc.c) where it applies, else
+	 * ptrace with a note (AUTO); ptrace (NEVER); in-process or an error
+	 * saying why not (ONLY). */
+	enum val_inproc_choice { VAL_INPROC_AUTO = 0, VAL_INPROC_NEVER, VAL_INPROC_ONLY } inproc;
 };
 
 struct val_stats {
@@ -185,6 +191,8 @@ struct val_result {
 	bool started;             /* checking started (the entry or --from was reached) */
 	enum bk_arch arch;        /* the program's (names of diffs' registers) */
 	char *error;              /* why the run stopped early, or NULL */
+	const char *driver;       /* the driver that ran it: "ptrace", "inproc" */
+	char *note;               /* why the driver asked for was not used, or NULL */
 	struct val_mismatch *mm;  /* grouped mismatches, in the order first seen */
 	size_t nmm;
 };
@@ -251,11 +259,14 @@ BK_HIDDEN const struct val_arch *val_arch_get(enum bk_arch arch);
  *                the files by path                  linker's r_debug list; the
  *                                                   files under the sysroot
  *
- * An in-process driver (the program single-steps itself with the trap
- * flag, a SIGTRAP handler reports to the checker on a thread of its own)
- * reads memory directly, takes registers from the handler's ucontext,
- * writes int3 after mprotect and sees system calls through seccomp's
- * SIGSYS.
+ * The in-process driver (val_inproc.c, inproc_preload.c) has no wait: the
+ * program steps itself (int3s planted where each instruction goes, the
+ * trap flag where that cannot be told) and its SIGTRAP handler pushes each
+ * stop into the checker (below, "The checker, pushed to"); it takes
+ * registers from the handler's ucontext, reads memory directly, writes
+ * int3s into code pages made writable, and sees no system call of a thread
+ * at full speed (it says maps_changed when the dynamic loader's list of
+ * modules changed).
  *
  * Threads are independent: each stops on its own, is reported once per
  * stop and stays stopped until the checker resumes it (an all-stop stub's
@@ -316,6 +327,10 @@ struct val_event {
 	int status;               /* EXITED with PROGRAM: the wait status */
 	const char *error;        /* EXITED with PROGRAM: why the program could
 				   * not be started, or NULL */
+	/* The map may have changed since this thread's last stop: a driver
+	 * that sees no system calls of threads at full speed says so at
+	 * their next stop. */
+	bool maps_changed;
 };
 
 struct val_driver_opts {
@@ -481,6 +496,40 @@ BK_HIDDEN int val_rsp_svr4_parse(const char *xml, size_t len, uint64_t *main_lm,
 				 void (*fn)(void *ctx, const char *name, uint64_t lm,
 					    uint64_t l_addr, uint64_t l_ld),
 				 void *ctx);
+
+/* ---- The checker, pushed to ---------------------------------------------
+ *
+ * val_run pulls events from a driver's wait and hands each to the checker.
+ * A driver that runs inside the program (val_inproc.c) has no loop to be
+ * pulled from: it opens a checker over itself and pushes each event as it
+ * happens, the checker calling back into its ops as val_run's would. */
+struct val_checker;
+/* Zeroes RES; D is the driver the checker calls (it may be NULL until the
+ * first event: it is not called before). */
+BK_HIDDEN int val_checker_open(const struct val_opts *o, const struct val_driver_ops *dops,
+			       struct val_driver *d, struct val_result *res,
+			       struct val_checker **out);
+/* Handle one event. False when the program is over. */
+BK_HIDDEN bool val_checker_event(struct val_checker *c, const struct val_event *ev);
+/* Bring RES's seconds up to date (for a snapshot of the result). */
+BK_HIDDEN void val_checker_sync(struct val_checker *c);
+/* Free the checker (not RES, not the driver). */
+BK_HIDDEN void val_checker_close(struct val_checker *c);
+
+/* The in-process driver (val_inproc.c), the validator's side: run ARGV
+ * with the preload library (inproc_preload.c) that steps and checks the
+ * program inside itself, and collect its result. BK_E_UNSUPPORTED with
+ * NOTE saying why when it does not apply to this program and nothing was
+ * run (or the program asked for it to be run again: it installed a
+ * signal handler); the caller then uses the ptrace driver. */
+BK_HIDDEN int val_inproc_run(char *const *argv, const struct val_opts *o, struct val_result *res,
+			     char *note, size_t notelen);
+/* The program's side of its pipe (val_inproc.c, "The wire format"): a
+ * snapshot of RES for image IMAGE (FINAL: its last), or a text message
+ * ('F' fallback, 'E' exec errno). 0 or a BK_E_* code. */
+BK_HIDDEN int val_inproc_send_result(int fd, const struct val_result *res, uint32_t image,
+				     bool final);
+BK_HIDDEN int val_inproc_send_text(int fd, uint8_t type, const char *text);
 
 /* ---- Internal ----------------------------------------------------------- */
 

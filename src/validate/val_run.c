@@ -1419,6 +1419,59 @@ static void on_running_stop(struct run *r, struct thread *t, const struct val_ev
 
 /* ---- The loop ------------------------------------------------------------ */
 
+/* One event of the driver. False when the program is over. */
+static bool dispatch(struct run *r, const struct val_event *ev)
+{
+	if (ev->kind == VAL_EV_NONE)
+		return true;
+	if (ev->maps_changed)
+		r->maps_dirty = true;
+	if ((r->res->stats.insns_stepped & 4095) == 0)
+		progress(r);
+	if (ev->kind == VAL_EV_EXITED) {
+		drop_thread(r, ev->tid);
+		if (!ev->program)
+			return true;
+		if (ev->error)
+			set_error(r, "%s", ev->error);
+		r->res->status = ev->status;
+		r->res->exited = true;
+		return false;
+	}
+	struct thread *t = add_thread(r, ev->tid);
+	if (!t) {
+		r->dops->resume(r->d, ev->tid, VAL_RESUME_RUN, 0);
+		return true;
+	}
+	switch (ev->kind) {
+	case VAL_EV_THREAD:
+		add_thread(r, ev->child);
+		resume(r, t, 0);
+		return true;
+	case VAL_EV_EXEC:
+		on_exec(r, t, ev);
+		return true;
+	case VAL_EV_STOPPED:
+		/* A new thread's first stop, or our interrupt. */
+		if (t->want_stepping)
+			start_stepping(r, t, false);
+		else if (t->mode == MODE_STEPPING && !t->have_pending)
+			start_stepping(r, t, t->complete);
+		else
+			resume(r, t, 0);
+		return true;
+	default:
+		break;
+	}
+	if (t->mode == MODE_STEPPING)
+		on_step_stop(r, t, ev->kind == VAL_EV_SIGNAL ? ev->sig : 0);
+	else if (t->mode == MODE_FREE)
+		on_free_stop(r, t, ev);
+	else
+		on_running_stop(r, t, ev);
+	return true;
+}
+
 static void loop(struct run *r)
 {
 	bool killed = false;
@@ -1432,62 +1485,79 @@ static void loop(struct run *r)
 		int n = r->dops->wait(r->d, &ev);
 		if (n < 0)
 			set_error(r, "lost the program: %s", r->d->lost ? r->d->lost : bk_strerror(n));
-		if (n <= 0)
+		if (n <= 0 || !dispatch(r, &ev))
 			break;
-		if (ev.kind == VAL_EV_NONE)
-			continue;
-		if ((r->res->stats.insns_stepped & 4095) == 0)
-			progress(r);
-		if (ev.kind == VAL_EV_EXITED) {
-			drop_thread(r, ev.tid);
-			if (!ev.program)
-				continue;
-			if (ev.error)
-				set_error(r, "%s", ev.error);
-			r->res->status = ev.status;
-			r->res->exited = true;
-			break;
-		}
-		struct thread *t = add_thread(r, ev.tid);
-		if (!t) {
-			r->dops->resume(r->d, ev.tid, VAL_RESUME_RUN, 0);
-			continue;
-		}
-		switch (ev.kind) {
-		case VAL_EV_THREAD:
-			add_thread(r, ev.child);
-			resume(r, t, 0);
-			continue;
-		case VAL_EV_EXEC:
-			on_exec(r, t, &ev);
-			continue;
-		case VAL_EV_STOPPED:
-			/* A new thread's first stop, or our interrupt. */
-			if (t->want_stepping)
-				start_stepping(r, t, false);
-			else if (t->mode == MODE_STEPPING && !t->have_pending)
-				start_stepping(r, t, t->complete);
-			else
-				resume(r, t, 0);
-			continue;
-		default:
-			break;
-		}
-		if (t->mode == MODE_STEPPING)
-			on_step_stop(r, t, ev.kind == VAL_EV_SIGNAL ? ev.sig : 0);
-		else if (t->mode == MODE_FREE)
-			on_free_stop(r, t, &ev);
-		else
-			on_running_stop(r, t, &ev);
 	}
 }
 
-int val_run(char *const *argv, const struct val_opts *o, struct val_result *res)
+/* Free what the run kept (not the result, nor the driver). */
+static void run_free(struct run *r)
+{
+	for (size_t i = 0; i < r->nthreads; i++)
+		free_thread(r->threads[i]);
+	base_free(r->threads);
+	forget_bps(r);
+	base_free(r->rbps);
+	base_free(r->fast_buf);
+	base_free(r->mslots);
+	base_free(r->exe_path);
+	val_code_free(&r->code);
+	val_decoder_close(r->dec);
+}
+
+/* ---- The checker, pushed to ---------------------------------------------- */
+
+int val_checker_open(const struct val_opts *o, const struct val_driver_ops *dops,
+		     struct val_driver *d, struct val_result *res, struct val_checker **out)
 {
 	memset(res, 0, sizeof(*res));
-	if (!argv || !o || o->size < sizeof(*o) || (!argv[0] && !o->driver))
+	if (!o || o->size < sizeof(*o) || !dops || !d || !out)
 		return BK_E_INVAL;
+	struct run *r = base_calloc(1, sizeof(*r));
+	if (!r)
+		return BK_E_NOMEM;
+	*r = (struct run){ .o = o, .res = res, .dops = dops, .d = d };
+	r->arch = val_arch_get(d->arch);
+	res->arch = d->arch;
+	int err = r->arch ? val_decoder_open(d->arch, &r->dec) : BK_E_UNSUPPORTED;
+	if (err) {
+		set_error(r, "cannot open the disassembler: %s", bk_strerror(err));
+		base_free(r);
+		return err;
+	}
+	*out = (struct val_checker *)(void *)r;
+	return 0;
+}
+
+bool val_checker_event(struct val_checker *c, const struct val_event *ev)
+{
+	return dispatch((struct run *)(void *)c, ev);
+}
+
+void val_checker_sync(struct val_checker *c)
+{
+	struct run *r = (struct run *)(void *)c;
+	if (r->clock_started)
+		r->res->stats.seconds = since(&r->t0);
+}
+
+void val_checker_close(struct val_checker *c)
+{
+	struct run *r = (struct run *)(void *)c;
+	if (!r)
+		return;
+	val_checker_sync(c);
+	run_free(r);
+	base_free(r);
+}
+
+/* ---- A run --------------------------------------------------------------- */
+
+/* The program under the driver O names (NULL: ptrace), pulled from. */
+static int run_driver(char *const *argv, const struct val_opts *o, struct val_result *res)
+{
 	struct run r = { .o = o, .res = res, .dops = o->driver ? o->driver : &val_ptrace_driver };
+	res->driver = o->driver ? "remote" : "ptrace";
 	struct val_driver_opts dopts = { .size = sizeof(dopts) };
 	if (o->driver_opts && o->driver_opts->size >= sizeof(dopts))
 		dopts = *o->driver_opts;
@@ -1512,17 +1582,37 @@ int val_run(char *const *argv, const struct val_opts *o, struct val_result *res)
 	if (r.clock_started)
 		res->stats.seconds = since(&r.t0);
 	r.dops->close(r.d);
-	for (size_t i = 0; i < r.nthreads; i++)
-		free_thread(r.threads[i]);
-	base_free(r.threads);
-	forget_bps(&r);
-	base_free(r.rbps);
-	base_free(r.fast_buf);
-	base_free(r.mslots);
-	base_free(r.exe_path);
-	val_code_free(&r.code);
-	val_decoder_close(r.dec);
+	run_free(&r);
 	return 0;
+}
+
+int val_run(char *const *argv, const struct val_opts *o, struct val_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	if (!argv || !o || o->size < sizeof(*o) || (!argv[0] && !o->driver))
+		return BK_E_INVAL;
+	/* A program run here (not at a remote stub): in-process where it
+	 * applies (val_inproc.c), else ptrace with a note why. */
+	if (!o->driver && argv[0] && o->inproc != VAL_INPROC_NEVER) {
+		char note[512] = "";
+		int err = val_inproc_run(argv, o, res, note, sizeof(note));
+		if (err != BK_E_UNSUPPORTED)
+			return err;
+		char why[600];
+		val_result_free(res);
+		if (o->inproc == VAL_INPROC_ONLY) {
+			snprintf(why, sizeof(why), "--driver inproc: %s", note);
+			res->driver = "inproc";
+			res->error = base_strdup(why);
+			return err;
+		}
+		err = run_driver(argv, o, res);
+		snprintf(why, sizeof(why), "%s: the ptrace driver ran it", note);
+		if (!res->note)
+			res->note = base_strdup(why);
+		return err;
+	}
+	return run_driver(argv, o, res);
 }
 
 void val_result_free(struct val_result *res)
@@ -1539,6 +1629,7 @@ void val_result_free(struct val_result *res)
 	}
 	base_free(res->mm);
 	base_free(res->error);
+	base_free(res->note);
 	memset(res, 0, sizeof(*res));
 }
 

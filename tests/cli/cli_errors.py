@@ -8,6 +8,11 @@
   dump --pc 1149             hexadecimal as nm prints it: as --pc 0x1149
   validate --only NOSUCH     an error (exit 2), not 0 instructions and exit 0
   validate -- /nonexistent   the message names the program
+  validate --driver          an unknown driver is one line, exit 2; the
+                             in-process driver asked for on a static
+                             program says why it cannot run it, exit 2;
+                             by default that program runs under ptrace
+                             with a note saying why
   run -f                     a forked child about to die of SIGSEGV has its
                              stack printed under its own process id; the
                              run ends with the program's status; without
@@ -78,11 +83,29 @@ if "not built" not in run("validate", "--help").stderr:
         p = run("validate", *args, "--", prog)
         check(p.returncode == 2 and want in p.stderr and len(p.stderr.splitlines()) == 1,
               "validate %s: exit %d, %r" % (" ".join(args), p.returncode, p.stderr))
+# validate --driver: unknown, and the in-process one where it cannot run.
+p = run("validate", "--driver", "gdb", "--", "/bin/true")
+check(p.returncode == 2 and "backstep: --driver: 'gdb' is not inproc or ptrace" in p.stderr,
+      "validate --driver gdb: exit %d, %r" % (p.returncode, p.stderr))
 
 # run -f: a child that crashes while the parent waits for it.
 import re
 import tempfile
 work = tempfile.mkdtemp(prefix="bk_cli_")
+static_src, static_prog = os.path.join(work, "static.c"), os.path.join(work, "static")
+with open(static_src, "w") as f:
+    f.write("int main(void) { return 0; }\n")
+if subprocess.run(["cc", "-static", "-O0", static_src, "-o", static_prog]).returncode == 0:
+    p = run("validate", "--driver", "inproc", "--", static_prog)
+    check(p.returncode == 2 and "--driver inproc: " + static_prog + " is a static program" in
+          p.stderr, "validate --driver inproc STATIC: exit %d, %r" % (p.returncode, p.stderr))
+    p = run("validate", "--json", "--", static_prog)
+    check(p.returncode == 0 and '"driver": "ptrace"' in p.stdout and
+          "is a static program (no dynamic loader to preload the checker): the ptrace driver "
+          "ran it" in p.stdout, "validate STATIC: exit %d, %r %r" % (p.returncode, p.stdout[:300],
+                                                                     p.stderr))
+else:
+    check(False, "cc -static failed: the static-program cases need libc.a (libc6-dev)")
 src, prog = os.path.join(work, "forkcrash.c"), os.path.join(work, "forkcrash")
 with open(src, "w") as f:
     f.write("""#include <sys/wait.h>

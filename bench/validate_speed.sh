@@ -1,0 +1,49 @@
+#!/bin/sh
+# backstep validate speed: checked instructions per second of each driver
+# on the same programs, against the raw single-step rate of each mechanism,
+# in the same run (README.md "backstep validate speed").
+#   bench/validate_speed.sh [BUILD_DIR]
+# Drivers: ptrace (--driver ptrace), inproc (the default: int3s planted
+# where each instruction goes, the trap flag where that cannot be told),
+# inproc-tf (the same with every step by the trap flag:
+# BACKSTEP_INPROC_STEP=tf). Programs: a fixture (leaf, gcc -O2), `ls -l /`
+# and `md5sum` of the ls executable (about a million checked instructions,
+# most of them in md5's loop). The program's own output is discarded; the
+# JSON report is read from the end of the output.
+set -eu
+B=${1:-build}
+BK=$B/tools/backstep
+RAW=$B/bench/bench_validate_rawstep
+for f in "$BK" "$RAW" "$B/fixtures/fix_leaf_gcc_O2_nofp"; do
+	[ -x "$f" ] || { echo "validate_speed.sh: $f is not built" >&2; exit 2; }
+done
+PY=$(command -v python3)
+
+echo "== raw single-step rate (nothing checked)"
+"$RAW" 100000
+
+report() { # NAME DRIVER -- the JSON on stdin
+	"$PY" -c '
+import json, sys
+t = sys.stdin.read()
+i = t.rfind("{\"program\"")
+if i < 0:
+    print("%-14s %-10s no report" % (sys.argv[1], sys.argv[2])); sys.exit(0)
+r = json.loads(t[i:]); s = r["stats"]
+print("%-14s %-10s %-7s %9d checked %8.3f s %9.0f checked/s%s" % (sys.argv[1], sys.argv[2],
+      r["driver"], s["instructions_checked"], s["seconds"], s["checked_per_second"],
+      "  (" + r["driver_note"] + ")" if r.get("driver_note") else ""))' "$1" "$2"
+}
+
+run() { # NAME PROGRAM...
+	name=$1
+	shift
+	"$BK" validate --json -q --driver ptrace -- "$@" 2>/dev/null | report "$name" ptrace
+	"$BK" validate --json -q -- "$@" 2>/dev/null | report "$name" inproc
+	BACKSTEP_INPROC_STEP=tf "$BK" validate --json -q -- "$@" 2>/dev/null | report "$name" inproc-tf
+}
+
+echo "== checked instructions per second"
+run leaf "$B/fixtures/fix_leaf_gcc_O2_nofp"
+run "ls -l /" ls -l /
+run "md5sum ls" md5sum "$(command -v ls)"
