@@ -594,6 +594,7 @@ int val_inproc_run(char *const *argv, const struct val_opts *o, struct val_resul
 	res->error = NULL;
 	merge(ims, nims, res);
 	base_free(ims);
+	res->arch = BK_ARCH_X86_64; /* applies() let only x86-64 programs through */
 	if (err) {
 		base_free(res->error);
 		res->error = err;
