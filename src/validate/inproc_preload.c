@@ -108,6 +108,12 @@
 #define MAX_THREADS 4096
 #define MAX_ONLY 64
 
+/* The next definition of NAME (libc's), found once. */
+#define REAL(name) \
+	static __typeof__(name) *real_##name; \
+	if (!real_##name) \
+		*(void **)&real_##name = dlsym(RTLD_NEXT, #name)
+
 /* ---- State ---------------------------------------------------------------- */
 
 struct ip_bp {
@@ -199,6 +205,10 @@ static struct {
 	int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 } g = { .lock = ATOMIC_FLAG_INIT };
 
+/* Calls of the program's to mmap, munmap, mprotect, mremap (below): the
+ * map may have changed (code mapped from a file, a JIT). */
+static _Atomic uint64_t map_calls;
+
 static __thread struct ip_thread *self_th __attribute__((tls_model("initial-exec")));
 
 static void lock(void)
@@ -218,6 +228,26 @@ static long raw_syscall0(long nr)
 {
 	long ret;
 	__asm__ volatile("syscall" : "=a"(ret) : "a"(nr) : "rcx", "r11", "memory");
+	return ret;
+}
+
+static long raw_syscall3(long nr, long a, long b, long c)
+{
+	long ret;
+	__asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+static long raw_syscall6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	long ret;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	__asm__ volatile("syscall" : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
 	return ret;
 }
 
@@ -358,7 +388,8 @@ static bool writable(uint64_t page)
 	for (; g.rwx[h]; h = (h + 1) & (g.rwx_cap - 1))
 		if (g.rwx[h] == page)
 			return true;
-	if (mprotect((void *)(uintptr_t)page, 4096, PROT_READ | PROT_WRITE | PROT_EXEC) != 0)
+	/* Not through mprotect(): that is the program's, counted (below). */
+	if (raw_syscall3(SYS_mprotect, (long)page, 4096, PROT_READ | PROT_WRITE | PROT_EXEC) != 0)
 		return false;
 	g.rwx[h] = page;
 	g.nrwx++;
@@ -768,8 +799,11 @@ static uint8_t *scratch_of(struct ip_thread *th)
 	if (!g.scratch) {
 		/* Near the executable, for RIP-relative displacements. */
 		uint64_t hint = (getauxval(AT_ENTRY) & ~(uint64_t)0xfffff) - (256u << 20);
-		void *p = mmap((void *)(uintptr_t)hint, MAX_THREADS * 32,
-			       PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		void *p = (void *)raw_syscall6(SYS_mmap, (long)hint, MAX_THREADS * 32,
+					       PROT_READ | PROT_WRITE | PROT_EXEC,
+					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if ((unsigned long)p > -4096ul)
+			p = MAP_FAILED;
 		if (p == MAP_FAILED)
 			return NULL;
 		g.scratch = p;
@@ -1239,7 +1273,7 @@ event:
 	errp = &errno;
 	saved = *errp;
 	if (ev.kind != VAL_EV_STEPPED) {
-		uint64_t gen = link_gen();
+		uint64_t gen = link_gen() + atomic_load_explicit(&map_calls, memory_order_relaxed);
 		ev.maps_changed = gen != g.link_gen;
 		g.link_gen = gen;
 		if (ev.maps_changed && g.rwx) {
@@ -1362,7 +1396,7 @@ __attribute__((constructor)) static void ip_init(void)
 	}
 	g.res.driver = "inproc";
 	__cxa_atexit(at_exit, NULL, NULL);
-	g.link_gen = link_gen();
+	g.link_gen = link_gen() + atomic_load_explicit(&map_calls, memory_order_relaxed);
 	g.active = true;
 	lock();
 	struct ip_thread *th = self();
@@ -1377,12 +1411,6 @@ __attribute__((constructor)) static void ip_init(void)
 }
 
 /* ---- What the program calls --------------------------------------------- */
-
-/* The next definition of NAME (libc's), found once. */
-#define REAL(name) \
-	static __typeof__(name) *real_##name; \
-	if (!real_##name) \
-		*(void **)&real_##name = dlsym(RTLD_NEXT, #name)
 
 EXPORT void _exit(int status)
 {
@@ -1619,4 +1647,73 @@ EXPORT int execvp(const char *file, char *const argv[])
 {
 	extern char **environ;
 	return execvpe(file, argv, environ);
+}
+
+/* The map: counted, so that the next stop of a thread says maps_changed
+ * (a thread at full speed is not seen making the system call). The real
+ * ones are libc's; ours (the int3 pages) go by raw system calls. */
+/* A call of the program's: the checker's own (its libraries map the files
+ * it reads) are made inside the handler and change no code of the
+ * program's. */
+static void count_map_call(void)
+{
+	if (!in_trap)
+		atomic_fetch_add_explicit(&map_calls, 1, memory_order_relaxed);
+}
+
+/* Both names, each by its own symbol (with _FILE_OFFSET_BITS=64 the
+ * header renames mmap to mmap64). */
+static void *count_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	static void *(*real)(void *, size_t, int, int, int, off_t);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "mmap");
+	void *p = real(addr, len, prot, flags, fd, off);
+	count_map_call();
+	return p;
+}
+
+EXPORT void *ip_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+	__asm__("mmap");
+void *ip_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return count_mmap(addr, len, prot, flags, fd, off);
+}
+
+EXPORT void *ip_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+	__asm__("mmap64");
+void *ip_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return count_mmap(addr, len, prot, flags, fd, off);
+}
+
+EXPORT int munmap(void *addr, size_t len)
+{
+	REAL(munmap);
+	int rc = real_munmap(addr, len);
+	count_map_call();
+	return rc;
+}
+
+EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	REAL(mprotect);
+	int rc = real_mprotect(addr, len, prot);
+	count_map_call();
+	return rc;
+}
+
+EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+	REAL(mremap);
+	void *new_addr = NULL;
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		new_addr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	void *p = real_mremap(old, old_len, new_len, flags, new_addr);
+	count_map_call();
+	return p;
 }
