@@ -64,9 +64,11 @@
  *
  * Maps: a free thread's system calls are not seen; the dynamic loader's
  * list of modules (_r_debug, read without its lock: a change is what is
- * looked for) is compared at each breakpoint and interrupt stop, and a
- * change is reported as maps_changed. Stepped threads' system calls are
- * seen by the checker itself.
+ * looked for) and a count of the program's calls to mmap, munmap,
+ * mprotect and mremap (wrapped below; calls made inside the handler are
+ * the checker's and not counted) are compared at each breakpoint and
+ * interrupt stop, and a change is reported as maps_changed. Stepped
+ * threads' system calls are seen by the checker itself.
  *
  * Results: a snapshot about once a second (the checker's progress
  * callback), and the last one at exit (an atexit handler registered before
