@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -297,6 +298,21 @@ static const char *elf_problem(const char *path)
 		}
 		if (!interp)
 			why = "a static program (no dynamic loader to preload the checker)";
+	}
+	/* A sanitizer's runtime wants to be the first library and wraps the
+	 * program's mmap calls (its own allocator's too, which would look
+	 * like new code at every stop). */
+	struct stat st;
+	if (!why && fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < (1ull << 31)) {
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m != MAP_FAILED) {
+			static const char *const rts[] = { "__asan_init", "__tsan_init", "__msan_init",
+							   "__hwasan_init" };
+			for (size_t i = 0; i < sizeof(rts) / sizeof(*rts) && !why; i++)
+				if (memmem(m, (size_t)st.st_size, rts[i], strlen(rts[i]) + 1))
+					why = "built with a sanitizer (its runtime must come first)";
+			munmap(m, (size_t)st.st_size);
+		}
 	}
 	close(fd);
 	return why;
