@@ -101,6 +101,19 @@ def lost_inner_inline(theirs, ours, i):
     return bool(same) and theirs[same[-1]][1] == "inlined" and ours[same[-1]][1] != "inlined"
 
 
+def perf_skipped_prologue_caller(theirs, ours):
+    """Interrupted in the prologue of a function without CFI, before
+    `mov %rsp,%rbp` (at its first instruction or right after `push %rbp`):
+    rbp is still the caller's, and perf's unwind, following it, skips the
+    caller; backstep's prologue rules read the return address from the
+    stack. So backstep has one frame more, right after the first, and the
+    rest is the same. Seen in CI, nocfi_loop: perf [nocfi_spin+0x1, main,
+    ...], backstep [nocfi_spin+0x1, nocfi_caller+0x8, main, ...]."""
+    return (len(ours) == len(theirs) + 1 and ours[0][0] == theirs[0][0] and
+            ours[0][0].rsplit("+", 1)[-1] in ("0x0", "0x1", "0x4", "0x5") and
+            [x[0] for x in ours[2:]] == [x[0] for x in theirs[1:]])
+
+
 PLT_CACHE = {}
 
 
@@ -269,6 +282,9 @@ def check_program(perf, backstep, workdir, prog):
         if len(t) == len(o) and all(a[0] == b[0] or expected_difference(b, a) or
                                     unnamed_inline(t, o, i) or lost_inner_inline(t, o, i)
                                     for i, (a, b) in enumerate(zip(t, o))):
+            expected += 1
+            continue
+        if perf_skipped_prologue_caller(t, o):
             expected += 1
             continue
         fail("%s: sample %s differs from perf script:\n  perf:     %s\n  backstep: %s"
