@@ -1009,6 +1009,25 @@ static int step_fp(struct uw_cursor *c)
 	return BK_STEP_NOT_MINE;
 }
 
+/* The first word of the stack from SP (below END, within SCAN_WORDS words)
+ * that is a plausible return address and, when CALLING is set, whose call
+ * enters the function holding CALL_PC: the caller's frame from it, or
+ * BK_STEP_NOT_MINE. */
+static int scan_for_ra(struct uw_cursor *c, uint64_t sp, uint64_t end, bool calling,
+		       uint64_t call_pc)
+{
+	struct bk_space *s = c->space;
+	uint64_t w = s->arch->addr_size;
+	for (unsigned i = 0; i < SCAN_WORDS; i++) {
+		uint64_t slot = sp + i * w, v;
+		if (slot >= end || read_word(s, slot, &v))
+			break;
+		if ((!calling || calls_into(s, v, call_pc)) && plausible_ra(s, v))
+			return finish_fallback(c, slot + w, v, false, 0, BK_HOW_SCAN);
+	}
+	return BK_STEP_NOT_MINE;
+}
+
 /* The scan stepper: an interrupted frame (the innermost, or one after a
  * signal frame) that no CFI covers and no prologue rule took may be in
  * code that keeps no frame pointer at all (_init, PLT stubs, assembly).
@@ -1034,15 +1053,8 @@ static int step_scan(struct uw_cursor *c)
 		/* A frame that called, whose frame record gave no return
 		 * address (the frame-pointer stepper passed it on): a function
 		 * that keeps no frame pointer (musl's pause) under one that
-		 * does not either. Its caller's call is found as above. */
-		for (unsigned i = 0; i < SCAN_WORDS; i++) {
-			uint64_t slot = sp + i * w, v;
-			if (read_word(s, slot, &v))
-				break;
-			if (calls_into(s, v, pc - 1) && plausible_ra(s, v))
-				return finish_fallback(c, slot + w, v, false, 0, BK_HOW_SCAN);
-		}
-		return BK_STEP_NOT_MINE;
+		 * does not either. Its caller's call is found as below. */
+		return scan_for_ra(c, sp, UINT64_MAX, true, pc - 1);
 	}
 	uint64_t frame = c->regs[fps];
 	bool chain = (c->valid & SLOT_BIT(fps)) && frame && frame % w == 0 && frame >= sp &&
@@ -1051,22 +1063,13 @@ static int step_scan(struct uw_cursor *c)
 	 * record would skip a frame. Prefer a return address near SP whose
 	 * direct call targets code at or before the PC (the function we are
 	 * in), below the frame record. */
-	for (unsigned i = 0; i < SCAN_WORDS; i++) {
-		uint64_t slot = sp + i * w, v;
-		if ((chain && slot >= frame) || read_word(s, slot, &v))
-			break;
-		if (calls_into(s, v, pc) && plausible_ra(s, v))
-			return finish_fallback(c, slot + w, v, false, 0, BK_HOW_SCAN);
-	}
+	int k = scan_for_ra(c, sp, chain ? frame : UINT64_MAX, true, pc);
+	if (k != BK_STEP_NOT_MINE)
+		return k;
 	if (chain && plausible_ra(s, ra))
 		return finish_fallback(c, frame + 2 * w, ra, true, fp, BK_HOW_FP);
-	for (unsigned i = 0; i < SCAN_WORDS; i++) {
-		uint64_t slot = sp + i * w, v;
-		if (read_word(s, slot, &v))
-			break;
-		if (plausible_ra(s, v))
-			return finish_fallback(c, slot + w, v, false, 0, BK_HOW_SCAN);
-	}
+	if ((k = scan_for_ra(c, sp, UINT64_MAX, false, 0)) != BK_STEP_NOT_MINE)
+		return k;
 	if ((c->valid & SLOT_BIT(fps)) && frame == 0)
 		return 0;
 	return BK_STEP_NOT_MINE;
