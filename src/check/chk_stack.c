@@ -1105,18 +1105,30 @@ static struct sk_val rv(const struct state *st, uint8_t r)
 	return r < SK_NREGS ? st->r[r] : v_unknown;
 }
 
+/* base + disp (+ index * scale) of memory operand M (not SK_MEM_FAR) into
+ * *A: true when that is the whole value (no index, or a constant one);
+ * false with *A = base + disp and *IX the index's value otherwise. */
+static bool mem_linear(const struct state *st, const struct sk_mem *m, struct sk_val *a,
+		       struct sk_val *ix)
+{
+	*a = v_add(m->base == SK_NONE ? vk(V_CONST, 0) : rv(st, m->base), m->disp);
+	if (m->index == SK_NONE)
+		return true;
+	*ix = rv(st, m->index);
+	if (ix->kind != V_CONST)
+		return false;
+	*a = v_add(*a, ix->off * m->scale);
+	return true;
+}
+
 /* The address a memory operand names. */
 static struct sk_val addr_of(const struct state *st, const struct sk_mem *m)
 {
 	if (m->base == SK_MEM_FAR)
 		return v_new(false);
-	struct sk_val a = m->base == SK_NONE ? vk(V_CONST, 0) : rv(st, m->base);
-	a = v_add(a, m->disp);
-	if (m->index == SK_NONE)
+	struct sk_val a, ix;
+	if (mem_linear(st, m, &a, &ix))
 		return a;
-	struct sk_val ix = rv(st, m->index);
-	if (ix.kind == V_CONST)
-		return v_add(a, ix.off * m->scale);
 	if (a.kind == V_UNKNOWN || ix.kind == V_UNKNOWN)
 		return v_unknown;
 	return v_stack(a) || a.kind == V_DYN ? v_unknown : v_new(false);
@@ -1138,13 +1150,9 @@ static struct sk_val lea(const struct state *st, const struct sk_mem *m, bool to
 {
 	if (m->base == SK_MEM_FAR)
 		return v_unknown;
-	struct sk_val a = m->base == SK_NONE ? vk(V_CONST, 0) : rv(st, m->base);
-	a = v_add(a, m->disp);
-	if (m->index == SK_NONE)
+	struct sk_val a, ix;
+	if (mem_linear(st, m, &a, &ix))
 		return a;
-	struct sk_val ix = rv(st, m->index);
-	if (ix.kind == V_CONST)
-		return v_add(a, ix.off * m->scale);
 	if (to_sp)
 		return v_stack(a) || a.kind == V_DYN ? vk(V_DYN, 0) : v_unknown;
 	return v_undecided(a) || v_undecided(ix) ? v_unknown : v_new(false);
