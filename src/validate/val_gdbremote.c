@@ -786,8 +786,9 @@ static int read_elf(const char *path, struct elfinfo *ei)
 				ei->max_vaddr = hi;
 			have = true;
 			if (!(ph.p_flags & PF_W) && ei->nro < 8) {
+				/* to the end of its last page: the mapping's, read-only too */
 				ei->ro[ei->nro].start = lo;
-				ei->ro[ei->nro++].end = ph.p_vaddr + ph.p_filesz;
+				ei->ro[ei->nro++].end = (ph.p_vaddr + ph.p_filesz + 4095) & ~(uint64_t)4095;
 			}
 		} else if (ph.p_type == PT_DYNAMIC) {
 			ei->dynamic = ph.p_vaddr;
@@ -1397,9 +1398,13 @@ static int gr_space_refresh(struct val_driver *d, size_t *added)
 	return read_libraries(g, added);
 }
 
+/* Nothing to forget: the blocks that are not read-only are dropped when
+ * the program is resumed (gr_resume), and a stopped program writes no
+ * memory. (Dropping them here too threw away the stack blocks fetch_regs
+ * had just read with the registers: two round trips more per step.) */
 static void gr_space_invalidate(struct val_driver *d)
 {
-	drop_blocks(gr_of(d), false);
+	(void)d;
 }
 
 /* ---- Start and close --------------------------------------------------------------------- */
