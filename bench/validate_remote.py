@@ -5,7 +5,7 @@ the same run (bench/README.md, "validate over the GDB remote protocol").
   validate_remote.py BACKSTEP A64_PROGRAM [X86_PROGRAM] [--steps N]
 
 For the AArch64 program under qemu-aarch64's gdbstub, and for the x86-64
-one under gdbserver (and, for reference, under the ptrace driver):
+one under gdbserver (and, for reference, under the ptrace and in-process drivers):
   validate    `backstep validate --json -q` (--qemu, or --remote to a
               gdbserver started here): checked instructions per second;
               with --step-all, single-steps per second (every instruction
@@ -175,9 +175,11 @@ def main():
                 st["steps_per_second" if extra else "checked_per_second"])
         add(("gdbserver", "raw vCont;s"), x86, steps, raw_rate(start, steps, False))
         add(("gdbserver", "raw vCont;s + g"), x86, steps, raw_rate(start, steps, True))
-        st = validate(backstep, ["--", x86])
-        add(("ptrace driver", "validate: checked/s"), x86, st["instructions_checked"],
-            st["checked_per_second"])
+        # (--driver ptrace: the default is the in-process driver now)
+        for driver in ("ptrace", "inproc"):
+            st = validate(backstep, ["--driver", driver, "--", x86])
+            add(("%s driver" % driver, "validate: checked/s"), x86, st["instructions_checked"],
+                st["checked_per_second"])
     print("| stub | program | what | instructions | per second (median of %d) | all |" % rounds)
     print("| --- | --- | --- | ---: | ---: | --- |")
     for (stub, what), (prog, n, rates) in rows.items():
