@@ -194,12 +194,12 @@ static void use_perf_map(struct bk_space *space, const struct cli_stack_opts *o)
 	const char *file = o->perf_map;
 	if (!file && o->map_pid > 0) {
 		snprintf(path, sizeof(path), "/tmp/perf-%d.map", o->map_pid);
-		char status[64];
-		snprintf(status, sizeof(status), "/proc/%d", o->map_pid);
+		char proc_dir[64];
+		snprintf(proc_dir, sizeof(proc_dir), "/proc/%d", o->map_pid);
 		struct stat map, proc;
 		if (stat(path, &map) != 0 || !S_ISREG(map.st_mode))
 			return;
-		if (map.st_uid != 0 && (stat(status, &proc) != 0 || proc.st_uid != map.st_uid)) {
+		if (map.st_uid != 0 && (stat(proc_dir, &proc) != 0 || proc.st_uid != map.st_uid)) {
 			fprintf(stderr, "backstep: warning: %s: not owned by the process's user; "
 					"not used\n", path);
 			return;

@@ -942,6 +942,17 @@ static int fallback_start(struct uw_cursor *c, uint64_t *sp)
 	return err;
 }
 
+/* The frame record at FRAME (x86-64 rbp, AArch64 x29) of a frame whose SP
+ * is SP: aligned, not below SP, both words readable: *FP (saved) and *RA. */
+static bool frame_record(struct uw_cursor *c, uint64_t frame, uint64_t sp, uint64_t *fp,
+			 uint64_t *ra)
+{
+	struct bk_space *s = c->space;
+	uint64_t w = s->arch->addr_size;
+	return frame % w == 0 && frame >= sp && read_word(s, frame, fp) == 0 &&
+	       read_word(s, frame + w, ra) == 0;
+}
+
 static int step_fp(struct uw_cursor *c)
 {
 	struct bk_space *s = c->space;
@@ -1003,8 +1014,7 @@ static int step_fp(struct uw_cursor *c)
 		return 0; /* the end of the frame-pointer chain (_start clears it) */
 	/* A record without a return address (0) is not one: rbp was not this
 	 * function's (the scan stepper looks for its caller's call). */
-	if (frame % w == 0 && frame >= sp && read_word(s, frame, &fp) == 0 &&
-	    read_word(s, frame + w, &ra) == 0 && ra != 0)
+	if (frame_record(c, frame, sp, &fp, &ra) && ra != 0)
 		return finish_fallback(c, frame + 2 * w, ra, true, fp, BK_HOW_FP);
 	return BK_STEP_NOT_MINE;
 }
@@ -1057,8 +1067,7 @@ static int step_scan(struct uw_cursor *c)
 		return scan_for_ra(c, sp, UINT64_MAX, true, pc - 1);
 	}
 	uint64_t frame = c->regs[fps];
-	bool chain = (c->valid & SLOT_BIT(fps)) && frame && frame % w == 0 && frame >= sp &&
-		     read_word(s, frame, &fp) == 0 && read_word(s, frame + w, &ra) == 0;
+	bool chain = (c->valid & SLOT_BIT(fps)) && frame && frame_record(c, frame, sp, &fp, &ra);
 	/* A function that keeps no frame pointer leaves rbp to its caller, whose
 	 * record would skip a frame. Prefer a return address near SP whose
 	 * direct call targets code at or before the PC (the function we are
