@@ -230,7 +230,14 @@ struct bk_module_info {
 /* A module from an ELF image in memory (a JIT's object file, a library read
  * from elsewhere): the bytes are copied, then it is a module as
  * bk_space_add_module's, mapped so that its lowest PT_LOAD segment starts at
- * BASE and spanning [start, end). On a space over this process
+ * BASE and spanning [start, end). START == END == 0: where the image says
+ * it is, at its own addresses (BASE ignored), over its executable segments.
+ * A relocatable object (ET_REL) is taken as the GDB JIT interface has it
+ * (LLVM's JITs hand such objects to debuggers): each allocated section at
+ * its sh_addr, where it was loaded; its relocations are applied there (the
+ * .eh_frame's addresses and the DWARF's), it is placed at those addresses
+ * (BASE ignored) and START == END == 0 means its executable sections. On a
+ * space over this process
  * (bk_space_local, bk_space_create_local) it may be added and removed from
  * any thread while others walk, as bk_space_register_eh_frame's sections
  * are (same registry, same rules); on any other space, as modules are
@@ -253,6 +260,35 @@ BK_API int bk_space_add_module_image(struct bk_space *space, const struct bk_mod
  * symbols are not read (bk_space_symbolize does not name registered code
  * of a local space). Cold. */
 BK_API int bk_space_remove_module_image(struct bk_space *space, uint64_t start);
+
+/* Code a JIT registered for debuggers (the GDB JIT interface), added as
+ * modules. For each module of SPACE defining __jit_debug_descriptor
+ * (version 1), the descriptor's list of jit_code_entry records is read from
+ * the target's memory as it is now, and each entry's object file
+ * ("symfile") is added as bk_space_add_module_image(START == END == 0)
+ * adds it, named "[jit 0xADDR]" (ADDR: the start of its code). Its
+ * .eh_frame unwinds the JIT's frames by CFI; bk_space_symbolize names them
+ * from its symbols and DWARF (file:line). LLVM's JITs (lli, ORC, MCJIT)
+ * register ET_REL objects whose sections carry their load addresses: they
+ * are linked there. Called again after the JIT added code, it adds the
+ * objects again (each replaces the module at its address).
+ * Bounded: at most 100000 entries per descriptor, 64 MiB per object, 1 GiB
+ * in all; a list that breaks (a next entry whose prev is not the entry
+ * before: a cycle, a list being rewritten) ends there, TRUNCATED set.
+ * Spaces over another process or a core (BK_E_UNSUPPORTED on a local
+ * space, where a JIT adds its objects with bk_space_add_module_image, and
+ * for 32-bit targets). No descriptor, or one without entries: 0, STATS
+ * say so. Cold; no walk may run meanwhile. Errors: BK_E_INVAL. */
+struct bk_gdb_jit_stats {
+	size_t size;          /* sizeof(struct bk_gdb_jit_stats) */
+	unsigned descriptors; /* version-1 descriptors found */
+	unsigned entries;     /* jit_code_entry records read */
+	unsigned added;       /* objects added as modules */
+	unsigned failed;      /* entries whose object could not be read or used */
+	int truncated;        /* the list broke or was too long: entries past it unread */
+	int first_error;      /* BK_E_* of the first failure, 0 if none */
+};
+BK_API int bk_space_add_gdb_jit(struct bk_space *space, struct bk_gdb_jit_stats *stats);
 
 /* Register one whole .eh_frame section at EH_FRAME, in this process's
  * memory, for the code range [START, END) of SPACE, as libgcc's

@@ -16,15 +16,6 @@ bool cli_parse_u64(const char *s, uint64_t *out);
 /* An address in hexadecimal, "0x" optional (nm-style "1149" is 0x1149). */
 bool cli_parse_hex(const char *s, uint64_t *out);
 
-/* A relocatable object's (ET_REL) unwind section SEC of LDR with the
- * relocations that target it applied, as readelf applies them (reloc.c):
- * *OUT a copy to free (base_free), or NULL when there are none; *APPLIED
- * and *SKIPPED (types not applied, bad entries) counted. 0 or BK_E_NOMEM. */
-struct ldr_elf;
-struct ldr_section;
-int cli_relocate_section(const struct ldr_elf *ldr, const struct ldr_section *sec, uint8_t **out,
-			 size_t *applied, size_t *skipped);
-
 int cmd_dump(int argc, char **argv);
 int cmd_pid(int argc, char **argv);
 int cmd_run(int argc, char **argv);

@@ -604,11 +604,11 @@ static int dump_ldr(struct dump_ctx *c, const struct ldr_elf *ldr, bool from_deb
 		if (!uw_cfi_section(ldr, (enum uw_section_kind)k, &sec))
 			continue;
 		nsec++;
-		/* A .o: its FDE addresses as relocated (reloc.c). */
+		/* A .o: its FDE addresses as relocated (ldr_rel.c). */
 		uint8_t *relocated = NULL;
 		size_t applied, skipped;
 		const struct ldr_section *ls = k == UW_EH_FRAME ? &ldr->eh_frame : &ldr->debug_frame;
-		if (cli_relocate_section(ldr, ls, &relocated, &applied, &skipped) != 0) {
+		if (ldr_rel_section(ldr, ls, &relocated, &applied, &skipped) != 0) {
 			cli_error(c->path, "out of memory");
 			c->nerrors++;
 			continue;

@@ -214,6 +214,24 @@ static void use_perf_map(struct bk_space *space, const struct cli_stack_opts *o)
 			err == BK_E_IO ? "cannot read it" : bk_strerror(err));
 }
 
+/* Code the target's JIT registered for debuggers (bk_space_add_gdb_jit): a
+ * module per object, unwound by its CFI and named by its symbols and
+ * DWARF. What could not be added is said once. */
+static void use_gdb_jit(struct bk_space *space)
+{
+	struct bk_gdb_jit_stats st = { .size = sizeof(st) };
+	if (bk_space_add_gdb_jit(space, &st) != 0)
+		return;
+	if (st.failed)
+		fprintf(stderr, "backstep: warning: GDB JIT interface: %u of %u object%s not used "
+				"(%s)\n", st.failed, st.entries, st.entries == 1 ? "" : "s",
+			bk_strerror(st.first_error));
+	if (st.truncated)
+		fprintf(stderr, "backstep: warning: GDB JIT interface: the list of objects breaks "
+				"after %u entries (being rewritten, or not a list); the rest is not read\n",
+			st.entries);
+}
+
 /* "backstep: warning: thread TID (NAME): ..." when W's walk ended early:
  * which thread, after how many frames, and why. */
 static void walk_ended_line(const struct walk *w)
@@ -248,6 +266,7 @@ int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
 		fprintf(stderr, "backstep: out of memory\n");
 		return 1;
 	}
+	use_gdb_jit(space);
 	for (; walked < n && !cli_interrupted; walked++) {
 		struct walk *w = &ws[walked];
 		struct bk_regs regs;

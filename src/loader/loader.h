@@ -100,6 +100,37 @@ BK_HIDDEN int ldr_read_vaddr(const struct ldr_elf *elf, uint64_t vaddr, void *ds
 /* The same, shaped as a base_mem callback (ctx is the ldr_elf). */
 BK_HIDDEN int ldr_mem_read(void *ctx, uint64_t addr, void *dst, size_t len);
 
+/* Relocatable objects (ldr_rel.c). Each section sits at its sh_addr (0 in
+ * a compiler's .o, where a function then reads as its offset in its
+ * section, as readelf shows it; a JIT's load address in the objects it
+ * hands GDB).
+ * ldr_rel_section: the bytes of ELF's section SEC (an ET_REL's) with the
+ * relocations that target it applied, in a buffer the caller frees; *OUT
+ * NULL (and 0) when the file is not ET_REL or nothing targets SEC.
+ * APPLIED and SKIPPED count relocations (skipped: a type not applied, a
+ * field outside the section, no symbol address). BK_E_NOMEM. */
+BK_HIDDEN int ldr_rel_section(const struct ldr_elf *elf, const struct ldr_section *sec,
+			      uint8_t **out, size_t *applied, size_t *skipped);
+/* An ELF64 ET_REL image whose allocated sections carry their load
+ * addresses, linked in place: its relocations applied (then turned into
+ * SHT_NULL so that no reader applies them again), defined symbols given
+ * their addresses, a PT_LOAD per allocated section with an address, and
+ * e_type ET_EXEC. The result is a file read as any other, bias 0.
+ * CODE_LO..CODE_HI spans its executable sections; BASE is the lowest
+ * PT_LOAD address. Errors: BK_E_NOT_ELF, BK_E_UNSUPPORTED (not ET_REL,
+ * not ELF64), BK_E_CORRUPT, BK_E_NOT_FOUND (no code section has an
+ * address), BK_E_NOMEM. */
+struct ldr_rel_linked {
+	uint8_t *image; /* base_alloc'ed; the caller frees */
+	size_t len;
+	uint64_t base, code_lo, code_hi;
+	size_t applied, skipped;
+};
+BK_HIDDEN int ldr_rel_link(const void *image, size_t len, struct ldr_rel_linked *out);
+/* The st_value of the defined symbol NAME in ELF's .dynsym, else .symtab
+ * (link-time). BK_E_NOT_FOUND. A linear scan: cold. */
+BK_HIDDEN int ldr_find_symbol(const struct ldr_elf *elf, const char *name, uint64_t *value);
+
 /* Find and open the separate debug file of ELF:
  *   1. by build-id: DEBUG_ROOT/.build-id/xx/rest.debug
  *   2. by .gnu_debuglink NAME (CRC32 checked): DIR/NAME, DIR/.debug/NAME,

@@ -356,13 +356,17 @@ static int open_all(struct sym_file *f, const char *path, const void *image, siz
 	} else {
 		const uint8_t *bytes;
 		size_t n;
-		ldr_bytes(main, &bytes, &n); /* the loader's copy: alive until the end */
-		err = sym_elf_open_memory(bytes, n, &me);
+		/* A copy of its own: the loader's goes at the end, and the DWARF
+		 * reader keeps ME (and its bytes) until sym_close. */
+		ldr_bytes(main, &bytes, &n);
+		err = sym_elf_open_copy(bytes, n, &me);
 	}
 	if (err)
 		goto out;
 	bool main_symtab = has_section(&me, ".symtab");
-	bool main_dwarf = path && has_section(&me, ".debug_info");
+	/* An image from memory has its DWARF read through libelf: not an
+	 * ET_REL one, which only libdwarf's reader of files relocates. */
+	bool main_dwarf = has_section(&me, ".debug_info") && (path || main->type != 1 /* ET_REL */);
 	if (!dbg && (!main_symtab || !main_dwarf)) {
 		err = ldr_open_debug_file(main, NULL, &dbg);
 		if (err == BK_E_NOT_FOUND)

@@ -321,11 +321,15 @@ struct sym_elf {
 	uint16_t type;         /* e_type */
 	bool is64, msb;        /* ELFCLASS64; ELFDATA2MSB */
 	struct sym_inflated *inflated; /* sections inflated so far (sym_elf.c) */
+	void *owned;           /* the image's bytes, when the sym_elf keeps its own copy */
 };
 BK_HIDDEN int sym_elf_open(const char *path, struct sym_elf *out);
 /* The same over an ELF file's bytes in memory (read, never written; they
  * must outlive OUT). */
 BK_HIDDEN int sym_elf_open_memory(const void *image, size_t len, struct sym_elf *out);
+/* The same over a copy of the bytes, which OUT keeps until sym_elf_close
+ * (for a sym_elf that outlives the image: sym_dwarf_open takes it over). */
+BK_HIDDEN int sym_elf_open_copy(const void *image, size_t len, struct sym_elf *out);
 BK_HIDDEN void sym_elf_close(struct sym_elf *e);
 /* Whether section NAME (or .zNAME) has contents; *COMPRESSED: stored compressed. */
 BK_HIDDEN bool sym_elf_has(struct sym_elf *e, const char *name, bool *compressed);
@@ -368,7 +372,8 @@ struct sym_code {
 };
 BK_HIDDEN bool sym_code_has(const struct sym_code *c, uint64_t addr);
 
-/* The DWARF of PATH for F (sym_dwarf.c). ELF is PATH opened with libelf:
+/* The DWARF of PATH for F (sym_dwarf.c); PATH NULL: ELF is an image from
+ * memory (no ET_REL: those need libdwarf's own reader, and a file). ELF is PATH opened with libelf:
  * it is taken over (*ELF is left closed) and kept until sym_close; CODE is
  * copied. Runs the guards of sym_guard.c and reads the unit index from
  * .debug_aranges, or, without it, sets everything up at once

@@ -114,7 +114,8 @@ static void omap_fill(struct omap *m, struct omap_ent *slot, uint64_t key)
 /* The DWARF of one sym_file, kept from sym_open to sym_close. */
 struct sym_dwarf {
 	struct sym_elf elf;           /* the file DWARF is read from */
-	char *path;                   /* for dwarf_init_path (ET_REL) */
+	char *path;                   /* the DWARF's file, for dwarf_init_path (ET_REL) and
+				       * the files found beside it (NULL: from memory) */
 	bool rel;                     /* ET_REL: libdwarf's own reader, which relocates */
 	uint64_t (*segs)[2];          /* owned copy of the code segments */
 	struct sym_code code;
@@ -1645,6 +1646,8 @@ int sym_dwarf_open(struct sym_file *f, const char *path, const char *main_path,
 	if (sym_elf_has(elf, ".debug_info", &comp))
 		st->dwarf_compressed = comp;
 	bool rel = elf->type == 1 /* ET_REL */;
+	if (rel && !path)
+		return 0; /* relocated by libdwarf's own reader, which needs a file */
 	if (!lists_survivable(elf, rel)) {
 		st->cus_failed++;
 		st->dwarf_rejected = true;
@@ -1657,19 +1660,20 @@ int sym_dwarf_open(struct sym_file *f, const char *path, const char *main_path,
 	d->aranges.elem = sizeof(struct arange);
 	d->sets.elem = sizeof(uint64_t);
 	d->rel = rel;
-	size_t plen = strlen(path) + 1;
-	d->path = base_alloc(plen);
+	if (path && !(d->path = base_strdup(path))) {
+		sym_dwarf_close(d);
+		return BK_E_NOMEM;
+	}
 	if (code->nseg)
 		d->segs = base_calloc(code->nseg, sizeof(*d->segs));
 	/* Index 0 of f->files: no file. */
 	if (!f->files.elem)
 		f->files.elem = sizeof(const char *);
 	const char **unknown = f->files.n ? f->files.p : sym_vec_push(&f->files);
-	if (!d->path || (code->nseg && !d->segs) || !unknown) {
+	if ((code->nseg && !d->segs) || !unknown) {
 		sym_dwarf_close(d);
 		return BK_E_NOMEM;
 	}
-	memcpy(d->path, path, plen);
 	if (main_path && !(d->main_path = base_alloc(strlen(main_path) + 1))) {
 		sym_dwarf_close(d);
 		return BK_E_NOMEM;

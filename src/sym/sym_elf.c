@@ -88,6 +88,23 @@ int sym_elf_open_memory(const void *image, size_t len, struct sym_elf *out)
 	return adopt(elf_memory((char *)(uintptr_t)image, len), -1, out);
 }
 
+int sym_elf_open_copy(const void *image, size_t len, struct sym_elf *out)
+{
+	void *copy = base_alloc(len ? len : 1);
+	if (!copy) {
+		memset(out, 0, sizeof(*out));
+		out->fd = -1;
+		return BK_E_NOMEM;
+	}
+	memcpy(copy, image, len);
+	int err = sym_elf_open_memory(copy, len, out);
+	if (err)
+		base_free(copy);
+	else
+		out->owned = copy;
+	return err;
+}
+
 void sym_elf_close(struct sym_elf *e)
 {
 	while (e->inflated) {
@@ -100,8 +117,10 @@ void sym_elf_close(struct sym_elf *e)
 		elf_end(e->elf);
 	if (e->fd >= 0)
 		close(e->fd);
+	base_free(e->owned); /* after elf_end: libelf read from it */
 	e->elf = NULL;
 	e->fd = -1;
+	e->owned = NULL;
 }
 
 static Elf_Scn *find_scn(struct sym_elf *e, const char *name, bool *gnu_z)

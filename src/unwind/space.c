@@ -8,7 +8,9 @@
  * Invariant: mods[] is sorted by start and no two modules overlap; adding a
  * module that overlaps another replaces it (a new mapping at that address).
  */
+#include <elf.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "unwind.h"
 
@@ -183,14 +185,63 @@ int bk_space_add_module(struct bk_space *s, const struct bk_module_desc *d)
 	return uw_space_add(s, d->start, d->end, d->base, d->path, elf);
 }
 
-int bk_space_add_module_image(struct bk_space *s, const struct bk_module_image *d)
+/* The range of ELF's executable segments, [*LO, *HI); false when none. */
+static bool code_range(const struct ldr_elf *e, uint64_t *lo, uint64_t *hi)
 {
-	if (!s || !d || d->size < sizeof(*d) || !d->image || d->end <= d->start)
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (size_t i = 0; i < e->nsegs; i++) {
+		const struct ldr_segment *g = &e->segs[i];
+		if (!(g->flags & PF_X) || !g->memsz || g->vaddr + g->memsz < g->vaddr)
+			continue;
+		*lo = g->vaddr < *lo ? g->vaddr : *lo;
+		*hi = g->vaddr + g->memsz > *hi ? g->vaddr + g->memsz : *hi;
+	}
+	return *lo < *hi;
+}
+
+int uw_image_open(const struct bk_module_image *d, struct uw_image *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!d || d->size < sizeof(*d) || !d->image || d->end < d->start ||
+	    (d->end == d->start && d->start))
 		return BK_E_INVAL;
-	struct bk_elf *elf;
-	int err = bk_elf_open_memory(d->image, d->len, &elf);
+	/* A relocatable object (a JIT's, for GDB) is linked at the addresses
+	 * its sections carry; then it is a file as any other. */
+	struct ldr_rel_linked lk = { 0 };
+	const void *image = d->image;
+	size_t len = d->len;
+	if (len >= 18 && memcmp(image, "\177ELF", 4) == 0 &&
+	    base_rd_le((const uint8_t *)image + 16, 2) == ET_REL) {
+		int err = ldr_rel_link(image, len, &lk);
+		if (err)
+			return err == BK_E_NOT_FOUND ? BK_E_INVAL : err;
+		image = lk.image;
+		len = lk.len;
+	}
+	int err = bk_elf_open_memory(image, len, &out->elf);
+	base_free(lk.image);
 	if (err)
 		return err;
+	out->start = d->start;
+	out->end = d->end;
+	out->base = d->base;
+	if (lk.image || (!d->start && !d->end)) {
+		/* Where the image says it is: at its own addresses (bias 0). */
+		out->base = out->elf->ldr->min_vaddr;
+		if (!d->start && !d->end && !code_range(out->elf->ldr, &out->start, &out->end)) {
+			bk_elf_close(out->elf);
+			out->elf = NULL;
+			return BK_E_INVAL;
+		}
+	}
+	return 0;
+}
+
+int uw_image_add(struct bk_space *s, struct uw_image *im, const char *name)
+{
+	struct bk_elf *elf = im->elf;
+	im->elf = NULL;
 	if (bk_elf_arch(elf) != s->arch->arch) {
 		bk_elf_close(elf);
 		return BK_E_UNSUPPORTED;
@@ -198,8 +249,17 @@ int bk_space_add_module_image(struct bk_space *s, const struct bk_module_image *
 	/* A local space finds its modules through the dynamic linker, and
 	 * walks run while modules come and go: registered code. */
 	if (s->local)
-		return uw_reg_add_image(s, elf, d->start, d->end, d->base, d->name);
-	return uw_space_add(s, d->start, d->end, d->base, d->name, elf);
+		return uw_reg_add_image(s, elf, im->start, im->end, im->base, name);
+	return uw_space_add(s, im->start, im->end, im->base, name, elf);
+}
+
+int bk_space_add_module_image(struct bk_space *s, const struct bk_module_image *d)
+{
+	if (!s)
+		return BK_E_INVAL;
+	struct uw_image im;
+	int err = uw_image_open(d, &im);
+	return err ? err : uw_image_add(s, &im, d->name);
 }
 
 int bk_space_remove_module_image(struct bk_space *s, uint64_t start)

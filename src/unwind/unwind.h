@@ -300,6 +300,17 @@ static inline void uw_unpin(struct uw_pin *pin)
 BK_HIDDEN int uw_reg_add_image(struct bk_space *s, struct bk_elf *elf, uint64_t start,
 			       uint64_t end, uint64_t base, const char *name);
 BK_HIDDEN int uw_reg_remove_image(struct bk_space *s, uint64_t start);
+/* An ELF image from memory, opened and placed (space.c): an ET_REL one
+ * linked at its sections' addresses (ldr_rel_link), START == END == 0
+ * resolved to its code. uw_image_open fills IM (its elf owned by IM);
+ * uw_image_add gives it to S as module NAME (taking the elf, whatever the
+ * outcome). Cold. Errors as bk_space_add_module_image's. */
+struct uw_image {
+	struct bk_elf *elf;
+	uint64_t start, end, base;
+};
+BK_HIDDEN int uw_image_open(const struct bk_module_image *d, struct uw_image *im);
+BK_HIDDEN int uw_image_add(struct bk_space *s, struct uw_image *im, const char *name);
 /* Free every registration of S (cold: no walk may run). */
 BK_HIDDEN void uw_reg_destroy(struct bk_space *s);
 
