@@ -37,6 +37,13 @@
  * (uw_target_refresh after map changes, uw_target_invalidate before each
  * walk) and closed at exec.
  *
+ * Other threads' stops are handled while a thread runs or waits for a
+ * CPU: a step can meet an int3 written after it was asked for, and a
+ * thread can trap on an int3 taken out before its trap is seen. An int3's
+ * trap is SI_KERNEL, a finished step's TRAP_TRACE: the thread is put back
+ * on the instruction and stepped again (with the breakpoint lifted) or
+ * resumed as it went (ran_our_int3, ran_a_gone_int3).
+ *
  * Limits: a SIGTRAP the program raises itself while stepped is taken for
  * the step; a thread running free through an entry whose int3 another
  * thread has lifted for its step passes it unseen; the program reading its
@@ -726,12 +733,57 @@ static bool on_event(struct pt *p, struct pt_thread *th, int event, int sig, str
 	}
 }
 
+/* Whether TH's SIGTRAP is one of our int3s that has been taken out since
+ * TH ran it: the trap is an int3's (SI_KERNEL, not a finished step's
+ * TRAP_TRACE) and the byte before the PC is no int3 any more (a program's
+ * own int3 stays in its code). Another thread's stop, handled while TH ran
+ * or waited for a CPU, wrote the breakpoint after TH was resumed, or took
+ * it out before TH's trap was seen: TH must not go on from the middle of
+ * its instruction. Then TH is put back at the instruction and resumed as
+ * it was going (a step steps it again). */
+static bool ran_a_gone_int3(struct pt *p, struct pt_thread *th)
+{
+	siginfo_t si;
+	uint8_t byte;
+	if (ptrace(PTRACE_GETSIGINFO, th->tid, NULL, &si) != 0 || si.si_code != SI_KERNEL ||
+	    !get_regs(th) || bp_find(&p->bps, th->regs.rip - 1) || p->memfd < 0 ||
+	    pread(p->memfd, &byte, 1, (off_t)(th->regs.rip - 1)) != 1 || byte == 0xcc)
+		return false;
+	th->regs.rip--;
+	if (ptrace(PTRACE_SETREGS, th->tid, NULL, &th->regs) != 0)
+		return false;
+	go_on(th);
+	return true;
+}
+
+/* Whether stepping TH ran one of our int3s, still set, instead of its
+ * instruction: it was written after the step was asked for (the step lifts
+ * only what is set when it starts). Then TH is put back on the breakpoint
+ * and stepped again with it lifted. */
+static bool ran_our_int3(struct pt *p, struct pt_thread *th)
+{
+	siginfo_t si;
+	if (ptrace(PTRACE_GETSIGINFO, th->tid, NULL, &si) != 0 || si.si_code != SI_KERNEL ||
+	    !get_regs(th) || !bp_find(&p->bps, th->regs.rip - 1))
+		return false;
+	th->regs.rip--;
+	if (ptrace(PTRACE_SETREGS, th->tid, NULL, &th->regs) != 0)
+		return false;
+	lift(p, &th->has_lift, &th->lifted, th->regs.rip);
+	th->has_regs = false;
+	ptrace(PTRACE_SINGLESTEP, th->tid, NULL, NULL);
+	return true;
+}
+
 /* A signal stop (SIG) of TH, whose meaning depends on how TH was resumed:
- * true when EV is to be reported (false: TH is gone, its exit follows). */
+ * true when EV is to be reported (false: TH is gone, its exit follows, or
+ * TH was stepped again: its next stop follows). */
 static bool on_signal(struct pt *p, struct pt_thread *th, int sig, struct val_event *ev)
 {
 	if (th->how == VAL_RESUME_STEP) {
 		unlift(p, &th->has_lift, th->lifted);
+		if (sig == SIGTRAP && (ran_our_int3(p, th) || ran_a_gone_int3(p, th)))
+			return false;
 		if (sig == SIGTRAP) {
 			ev->kind = VAL_EV_STEPPED;
 			return true;
@@ -750,6 +802,8 @@ static bool on_signal(struct pt *p, struct pt_thread *th, int sig, struct val_ev
 		ev->kind = VAL_EV_BREAKPOINT;
 		ev->addr = th->regs.rip;
 		return true;
+	} else if (sig == SIGTRAP && ran_a_gone_int3(p, th)) {
+		return false;
 	}
 	ev->kind = VAL_EV_SIGNAL;
 	ev->sig = sig;
