@@ -239,9 +239,22 @@ static bool is_sigtramp_frame(struct bk_space *s, uint64_t pc)
 	if (!(s->flags & BK_SPACE_NO_CFI)) {
 		struct uw_module tmp;
 		struct cfi_table tmp_table;
-		uint64_t tag;
+		uint64_t tag = 0;
 		struct uw_pin pin = { NULL, 0 };
 		const struct uw_module *m = uw_reg_find(s, lookup, &tag, &pin);
+		/* The cursor's decision for this lookup PC, when it is cached (the
+		 * tag found as decide() finds it): a CFI row means an FDE covers
+		 * it whose CIE is no signal frame's. Each caller frame is asked
+		 * this before it is stepped: without the cache, an FDE search. */
+		struct tgt_local_object obj;
+		struct uw_crow crow;
+		if (!m && s->local)
+			uw_local_identify(lookup, &obj, &tag);
+		if (uw_cache_get(s, lookup, tag, &crow) &&
+		    (crow.kind == UW_KIND_CFI || crow.kind == UW_KIND_CFI_SLOW)) {
+			uw_unpin(&pin);
+			return false;
+		}
 		if (!m)
 			m = s->local ? uw_local_find(s, lookup, &tmp, &tmp_table, &tag)
 				     : uw_space_find(s, lookup);

@@ -406,6 +406,18 @@ static int poke(uint64_t addr, uint8_t byte)
 	return 0;
 }
 
+/* Write an int3 at ADDR, its original byte into *ORIG: read directly once
+ * the page is known mapped and writable (writable(), as poke relies on),
+ * not through a system call: a step plants one or two int3s. */
+static int plant_int3(uint64_t addr, uint8_t *orig)
+{
+	if (!writable(addr & ~(uint64_t)4095))
+		return BK_E_MEMORY;
+	*orig = *(volatile uint8_t *)(uintptr_t)addr;
+	*(volatile uint8_t *)(uintptr_t)addr = 0xcc;
+	return 0;
+}
+
 /* Put B's int3 back after a lift, if it is still wanted. */
 static void end_lift(struct ip_thread *th)
 {
@@ -735,7 +747,7 @@ static bool commit(struct ip_thread *th)
 		}
 		if (!b->inserted) {
 			uint8_t orig;
-			if (raw_read(th->want[k], &orig, 1) != 1 || poke(th->want[k], 0xcc) != 0) {
+			if (plant_int3(th->want[k], &orig) != 0) {
 				unplant(th);
 				return false;
 			}
