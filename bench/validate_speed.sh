@@ -8,7 +8,8 @@
 # inproc-tf (the same with every step by the trap flag:
 # BACKSTEP_INPROC_STEP=tf). Programs: a fixture (leaf, gcc -O2), `ls -l /`
 # and `md5sum` of the ls executable (about a million checked instructions,
-# most of them in md5's loop). The program's own output is discarded; the
+# most of them in md5's loop), and `apt-config dump` checked in
+# libapt-pkg (call-heavy C++). The program's own output is discarded; the
 # JSON report is read from the end of the output.
 set -eu
 B=${1:-build}
@@ -35,15 +36,28 @@ print("%-14s %-10s %-7s %9d checked %8.3f s %9.0f checked/s%s" % (sys.argv[1], s
       "  (" + r["driver_note"] + ")" if r.get("driver_note") else ""))' "$1" "$2"
 }
 
-run() { # NAME PROGRAM...
+run() { # NAME [--only MODULE] PROGRAM...
 	name=$1
 	shift
-	"$BK" validate --json -q --driver ptrace -- "$@" 2>/dev/null | report "$name" ptrace
-	"$BK" validate --json -q -- "$@" 2>/dev/null | report "$name" inproc
-	BACKSTEP_INPROC_STEP=tf "$BK" validate --json -q -- "$@" 2>/dev/null | report "$name" inproc-tf
+	only=
+	if [ "$1" = --only ]; then
+		only="--only $2"
+		shift 2
+	fi
+	# shellcheck disable=SC2086 # ONLY is two words or none
+	"$BK" validate --json -q $only --driver ptrace -- "$@" 2>/dev/null | report "$name" ptrace
+	# shellcheck disable=SC2086
+	"$BK" validate --json -q $only -- "$@" 2>/dev/null | report "$name" inproc
+	# shellcheck disable=SC2086
+	BACKSTEP_INPROC_STEP=tf "$BK" validate --json -q $only -- "$@" 2>/dev/null | report "$name" inproc-tf
 }
 
 echo "== checked instructions per second"
 run leaf "$B/fixtures/fix_leaf_gcc_O2_nofp"
 run "ls -l /" ls -l /
 run "md5sum ls" md5sum "$(command -v ls)"
+# Call-heavy C++ (libapt-pkg: about 2 M checked instructions, deep stacks,
+# a PLT stub in every other call).
+if command -v apt-config >/dev/null; then
+	run "apt-config" --only libapt-pkg.so.6.0 apt-config dump
+fi
