@@ -812,6 +812,37 @@ static const char *a64_fallback(struct build *b, uint32_t w)
 		clobber(b, t);
 		return "pac/aut";
 	}
+	/* MTE (v8.5): irg, gmi, subp(s) write Xd (irg's may be sp); addg,
+	 * subg write Xd|SP; ldg writes Xt's tag; stg/stzg/st2g/stz2g store
+	 * tags (stz* zero the granules) with optional writeback to Xn|SP. */
+	if ((w & 0xffe0f800) == 0x9ac01000 || (w & 0xbfe0fc00) == 0x9ac00000) {
+		struct regmap d = { (uint8_t)(rt == 31 ? ((w & 0xfc00) == 0x1000 ? A_SP : ZR) : rt), 8, 1 };
+		clobber(b, d);
+		return (w & 0xfc00) == 0x1000 ? "irg" : (w & 0xfc00) == 0x1400 ? "gmi" : "subp";
+	}
+	if ((w & 0xbfc0c000) == 0x91800000) {
+		clobber(b, (struct regmap){ (uint8_t)(rt == 31 ? A_SP : rt), 8, 1 });
+		return "addg/subg";
+	}
+	if ((w & 0xffe00c00) == 0xd9600000) {
+		unknown(b, t);
+		return "ldg";
+	}
+	if ((w & 0xff200000) == 0xd9200000 && (w & 0xc00)) {
+		unsigned op2 = (w >> 10) & 3;
+		int64_t imm = ((int64_t)(int32_t)(w << 11) >> 23) * 16; /* simm9, scaled */
+		bool zero = (w >> 22) & 1;
+		if (zero && room(b, 2)) {
+			mop(b, SK_MOP_UNKNOWN, SK_TMP, SK_NONE);
+			mop(b, SK_MOP_STORE, SK_NONE, SK_TMP)->mem =
+				(struct sk_mem){ .base = n.reg, .index = SK_NONE, .scale = 1,
+						 .size = (w >> 23) & 1 ? 32 : 16,
+						 .disp = op2 == 1 ? 0 : imm };
+		}
+		if (op2 != 2)
+			mop(b, SK_MOP_SET, n.reg, n.reg)->imm = imm;
+		return "stg";
+	}
 	if ((w & 0xffff0000) == 0) {
 		in->flow = SK_STOP;
 		return "udf";
@@ -879,6 +910,17 @@ static void a64_text(void *dec, const uint8_t *bytes, size_t len, uint64_t addr,
 {
 	struct a64_dec *ad = dec;
 	insn_text(ad->d, bytes, len, addr, buf, buflen);
+	static const char *const hints[40] = {
+		[7] = "xpaclri", [24] = "paciaz", [25] = "paciasp", [26] = "pacibz",
+		[27] = "pacibsp", [28] = "autiaz", [29] = "autiasp", [30] = "autibz",
+		[31] = "autibsp", [32] = "bti", [34] = "bti c", [36] = "bti j", [38] = "bti jc",
+	};
+	unsigned h;
+	if (len >= 4 && (base_rd_le(bytes, 4) & 0xfffff01f) == 0xd503201f &&
+	    (h = (unsigned)(base_rd_le(bytes, 4) >> 5) & 0x7f) < 40 && hints[h]) {
+		snprintf(buf, buflen, "%s", hints[h]); /* Capstone 4 says "hint #n" */
+		return;
+	}
 	if (!strcmp(buf, "(bad)") && len >= 4) {
 		struct sk_insn in;
 		struct sk_mop m[SK_MAX_MOPS];
