@@ -398,10 +398,18 @@ static void slot_store(struct state *st, uint32_t base, int64_t off, unsigned si
 		       struct sk_val v, bool pushed)
 {
 	unsigned j = 0;
+	bool unknown_range = size != 8 && v.kind == V_UNKNOWN;
 	for (unsigned i = 0; i < st->nslots; i++) {
-		const struct slot *s = &st->s[i];
-		if (s->base == base && s->off < off + (int64_t)size && off < s->off + 8)
-			continue;
+		struct slot *s = &st->s[i];
+		if (s->base == base && s->off < off + (int64_t)size && off < s->off + 8) {
+			if (!unknown_range || st->slot_default == V_UNKNOWN)
+				continue;
+			/* bytes that may or may not have been written (a store
+			 * whose extent is an upper bound): the slot holds
+			 * anything now, not "none of the tracked" */
+			s->v = v_unknown;
+			s->pushed = 0;
+		}
 		st->s[j++] = *s;
 	}
 	st->nslots = (uint8_t)j;

@@ -21,7 +21,10 @@
  * loop), and the control transfers: b, b.cond, cbz/cbnz/tbz/tbnz, bl, blr,
  * br, ret, and the pointer-authenticating forms Capstone 4 does not know
  * (retaa/retab, braa/brab(z), blraa/blrab(z)) from their encodings, with
- * the LSE atomics (cas, casp, ld<op>, swp), ldraa/ldrab, ldapr and udf.
+ * the LSE atomics (cas, casp, ld<op>, swp), ldraa/ldrab, ldapr, udf, the
+ * MTE tag instructions, SVE and the Advanced SIMD extensions (what they
+ * may write made unknown). MOPS (cpy*, set*) are not: a function using
+ * them is given up ("bad code").
  * Every other instruction gives a new value to each register it writes,
  * an unknown one when it also accesses memory (a load the table does not
  * describe may reload a saved register), and makes the memory it may
@@ -395,6 +398,40 @@ static enum sk_cond cond_of(arm64_cc cc)
 	}
 }
 
+/* The bytes a store of the registers before operand MI writes: st1-st4
+ * of whole vectors (8 or 16 bytes each) or of one lane; 64 (st4 of q
+ * registers, the most) when the operands do not say. */
+static unsigned vector_bytes(const cs_arm64 *x, int mi)
+{
+	unsigned n = 0;
+	for (int k = 0; k < mi; k++) {
+		const cs_arm64_op *o = &x->operands[k];
+		if (o->type != ARM64_OP_REG)
+			return 64;
+		if (o->vector_index >= 0 && o->vess != ARM64_VESS_INVALID) {
+			n += o->vess == ARM64_VESS_B ? 1 : o->vess == ARM64_VESS_H ? 2
+				: o->vess == ARM64_VESS_S ? 4 : 8;
+			continue;
+		}
+		switch (o->vas) {
+		case ARM64_VAS_16B: case ARM64_VAS_8H: case ARM64_VAS_4S: case ARM64_VAS_2D:
+		case ARM64_VAS_1Q:
+			n += 16;
+			break;
+		case ARM64_VAS_8B: case ARM64_VAS_4H: case ARM64_VAS_2S: case ARM64_VAS_1D:
+			n += 8;
+			break;
+		default: {
+			struct regmap r = map_reg(o->reg);
+			if (!r.width)
+				return 64;
+			n += r.width; /* stxr's w/x, stlr, stg's address: at most 8 */
+		}
+		}
+	}
+	return n && n <= 64 ? n : 64;
+}
+
 /* The effects of an instruction the table does not model. */
 static void generic(struct build *b, const cs_insn *i)
 {
@@ -425,11 +462,11 @@ static void generic(struct build *b, const cs_insn *i)
 		mop(b, SK_MOP_UNKNOWN, SK_TMP, SK_NONE);
 		struct sk_mop *s = mop(b, SK_MOP_STORE, SK_NONE, SK_TMP);
 		s->mem = (struct sk_mem){ .disp = mo->mem.disp, .base = base.reg, .index = SK_NONE,
-					  .scale = 1, .size = 64 };
+					  .scale = 1, .size = (uint8_t)vector_bytes(x, mi) };
 		if (mo->mem.index != ARM64_REG_INVALID)
 			s->mem.base = SK_MEM_FAR;
-		/* a store of 64 bytes from disp (st4 of q registers at most):
-		 * every tracked slot it may cover becomes unknown */
+		/* unknown bytes: every tracked slot it covers becomes
+		 * unknown (SK_TMP's value), not "none of the tracked" */
 	}
 }
 
@@ -846,6 +883,36 @@ static const char *a64_fallback(struct build *b, uint32_t w)
 	if ((w & 0xffff0000) == 0) {
 		in->flow = SK_STOP;
 		return "udf";
+	}
+	/* SVE (op0 x0010). What writes a general register: cnt*, inc/dec
+	 * (scalar), rdvl, addvl/addpl (Xd|SP), lasta/b and the like; the rest
+	 * writes z/p registers and the flags. Field 0-4 is unknown afterwards
+	 * when it may name a general register, sp only for addvl/addpl;
+	 * stores (e4, e5) write a vector length of unknown bytes at Xn. */
+	if ((w & 0x1e000000) == 0x04000000) {
+		if ((w & 0xffa0f800) == 0x04205000) {
+			unknown(b, (struct regmap){ (uint8_t)(rt == 31 ? A_SP : rt), 8, 1 });
+			return "addvl/addpl";
+		}
+		if ((w >> 25) == 0x72) {
+			if (room(b, 2)) {
+				mop(b, SK_MOP_UNKNOWN, SK_TMP, SK_NONE);
+				mop(b, SK_MOP_STORE, SK_NONE, SK_TMP)->mem =
+					(struct sk_mem){ .base = n.reg, .index = SK_NONE, .scale = 1,
+							 .size = 255 };
+			}
+			return "sve store";
+		}
+		if (rt != 31)
+			unknown(b, t);
+		return "sve";
+	}
+	/* Advanced SIMD / FP beyond Capstone 4 (dot product, fp16, sha3, ...):
+	 * a vector register written, unknown if it is one of v8-v15. */
+	if ((w & 0x0e000000) == 0x0e000000) {
+		if (rt >= 8 && rt <= 15)
+			unknown(b, (struct regmap){ (uint8_t)(A_V8 + rt - 8), 16, 0 });
+		return "simd";
 	}
 	return NULL;
 memory:
