@@ -535,6 +535,32 @@ ok_join:
 	.cfi_endproc
 	.size	ok_join, .-ok_join
 
+	/* Vector stores below the frame record: st2 of two q registers
+	 * writes 32 bytes, not the record 48 bytes up (an upper bound of 64
+	 * had made x29 and x30 "lost" there). */
+	.globl	ok_vector_store
+	.type	ok_vector_store, %function
+ok_vector_store:
+	.cfi_startproc
+	sub	sp, sp, #64
+	.cfi_def_cfa_offset 64
+	stp	x29, x30, [sp, #48]
+	.cfi_offset 29, -16
+	.cfi_offset 30, -8
+	add	x29, sp, #48
+	mov	x3, sp
+	st2	{v0.16b, v1.16b}, [x3]
+	st1	{v2.16b}, [x3], #16
+	bl	helper
+	ldp	x29, x30, [sp, #48]
+	.cfi_restore 30
+	.cfi_restore 29
+	add	sp, sp, #64
+	.cfi_def_cfa_offset 0
+	ret
+	.cfi_endproc
+	.size	ok_vector_store, .-ok_vector_store
+
 /* ---- shapes not checked in full ------------------------------------ */
 
 	/* An indirect jump no compare bounds: what only it reaches is not
