@@ -202,5 +202,8 @@ static inline unsigned sk_ra_reg(const struct sk_arch *ar)
 
 BK_HIDDEN extern const struct sk_arch chk_stack_x86_64;
 BK_HIDDEN extern const struct sk_arch chk_stack_aarch64;
+/* AArch64 with every instruction decoded by Capstone (no fast path): the
+ * reference the fast path is tested against. */
+BK_HIDDEN extern const struct sk_arch chk_stack_aarch64_reference;
 
 #endif

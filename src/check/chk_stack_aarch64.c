@@ -109,6 +109,8 @@ struct a64_dec {
 	uint64_t page;
 	uint8_t got_reg;        /* a register loaded from GOT_SLOT, or SK_NONE */
 	uint64_t got_slot;
+	bool set_page, set_got; /* the instruction being decoded set them */
+	bool no_fast;           /* Capstone for everything (the reference) */
 };
 
 struct build {
@@ -573,6 +575,7 @@ static void a64_decode_insn(struct a64_dec *ad, struct build *b, const cs_insn *
 			/* ldr xT, [xP, #lo12] after adrp xP: a GOT word */
 			ad->got_reg = r0.reg;
 			ad->got_slot = ad->page + (uint64_t)(int64_t)o1->mem.disp;
+			ad->set_got = true;
 		}
 		return;
 	case ARM64_INS_STR: case ARM64_INS_STRB: case ARM64_INS_STRH: case ARM64_INS_STUR:
@@ -659,6 +662,7 @@ static void a64_decode_insn(struct a64_dec *ad, struct build *b, const cs_insn *
 			if (i->id == ARM64_INS_ADRP && r0.reg < 31) {
 				ad->page_reg = r0.reg;
 				ad->page = (uint64_t)o1->imm;
+				ad->set_page = true;
 			}
 			return;
 		}
@@ -781,7 +785,9 @@ static void a64_decode_insn(struct a64_dec *ad, struct build *b, const cs_insn *
 		return;
 	case ARM64_INS_PRFM:
 	case ARM64_INS_PRFUM:
-		return;
+	case ARM64_INS_CMN:
+	case ARM64_INS_TST:
+		return; /* flags only (Capstone 4 says cmn and tst write their first operand) */
 	default:
 		break;
 	}
@@ -924,6 +930,222 @@ memory:
 	return "atomic";
 }
 
+/* What the adrp/ldr memory says holds only while nothing else writes
+ * those registers (PAGE_REG, GOT_REG: before this instruction). */
+static void forget(struct a64_dec *ad, const struct sk_insn *in, const struct sk_mop *mops,
+		   uint8_t page_reg, uint8_t got_reg)
+{
+	uint64_t w = in->clobber;
+	for (unsigned k = 0; k < in->nmop; k++)
+		if (mops[k].kind != SK_MOP_STORE && mops[k].kind != SK_MOP_CMP && mops[k].dst < 64)
+			w |= 1ull << mops[k].dst;
+	if (page_reg != SK_NONE && !ad->set_page && (w >> page_reg) & 1)
+		ad->page_reg = SK_NONE;
+	if (got_reg != SK_NONE && !ad->set_got && (w >> got_reg) & 1)
+		ad->got_reg = SK_NONE;
+}
+
+/* The most frequent encodings (about nine in ten instructions of libc)
+ * decoded here without Capstone, whose ARM64 decoder formats every
+ * instruction's text (a third of the analysis's time): the same
+ * micro-operations as the Capstone path gives them, which
+ * tests/unit/test_a64decode.c checks word by word over whole libraries
+ * against the reference table (chk_stack_aarch64_reference). False: not
+ * one of them, or a form left to Capstone. */
+static bool fast(struct a64_dec *ad, struct build *b, uint32_t w, uint64_t addr)
+{
+	struct sk_insn *in = b->in;
+	struct sk_mop *m;
+	unsigned rd = w & 31, rn = (w >> 5) & 31, rt2 = (w >> 10) & 31;
+	bool sf = w >> 31;
+	in->flow = SK_FALL;
+	if (w == 0xd503201f) { /* nop */
+		in->fill = 1;
+		in->keeps_flags = 1;
+		return true;
+	}
+	if ((w & 0x7c000000) == 0x14000000) { /* b, bl: imm26 */
+		uint64_t t = addr + (uint64_t)((int64_t)(int32_t)(w << 6) >> 4);
+		if (w >> 31) {
+			in->clobber |= 1ull << A_LR;
+			if (t == addr + 4)
+				return true; /* bl to the next instruction: reads the PC */
+			in->flow = SK_CALL;
+		} else {
+			in->flow = SK_JUMP;
+		}
+		in->target = t;
+		return true;
+	}
+	if ((w & 0xff000010) == 0x54000000) { /* b.cond: imm19 */
+		unsigned cc = w & 15;
+		in->target = addr + (uint64_t)((int64_t)(int32_t)((w >> 5) << 13) >> 11);
+		if (cc >= 14) {
+			in->flow = SK_JUMP; /* al, nv: always */
+			return true;
+		}
+		static const uint8_t conds[14] = {
+			[0] = SK_COND_E, [1] = SK_COND_NE, [2] = SK_COND_AE, [3] = SK_COND_B,
+			[8] = SK_COND_A, [9] = SK_COND_BE,
+		};
+		in->flow = SK_BRANCH;
+		in->cond = conds[cc];
+		return true;
+	}
+	if ((w & 0x7e000000) == 0x34000000) { /* cbz, cbnz: imm19 */
+		in->flow = SK_BRANCH;
+		in->target = addr + (uint64_t)((int64_t)(int32_t)((w >> 5) << 13) >> 11);
+		return true;
+	}
+	if ((w & 0x7e000000) == 0x36000000) { /* tbz, tbnz: imm14 */
+		in->flow = SK_BRANCH;
+		in->target = addr + (uint64_t)((int64_t)(int32_t)((w >> 5) << 18) >> 16);
+		return true;
+	}
+	if ((w & 0xfffffc1f) == 0xd65f0000) { /* ret */
+		in->flow = SK_RET;
+		return true;
+	}
+	if ((w & 0x1f000000) == 0x10000000) { /* adr, adrp */
+		int64_t imm = (int64_t)(int32_t)((((w >> 5) & 0x7ffff) << 2 | ((w >> 29) & 3)) << 11) >> 11;
+		uint64_t v = w >> 31 ? (addr & ~0xfffull) + (uint64_t)(imm * 4096) : addr + (uint64_t)imm;
+		if (rd == 31)
+			return false;
+		mop(b, SK_MOP_SET, (uint8_t)rd, SK_NONE)->imm = (int64_t)v;
+		in->keeps_flags = 1;
+		if (w >> 31) {
+			ad->page_reg = (uint8_t)rd;
+			ad->page = v;
+			ad->set_page = true;
+		}
+		return true;
+	}
+	if ((w & 0x1f800000) == 0x11000000) { /* add/sub (immediate), adds/subs, cmp, cmn */
+		bool sub = (w >> 30) & 1, setf = (w >> 29) & 1;
+		uint64_t imm = (uint64_t)((w >> 10) & 0xfff) << ((w >> 22) & 1 ? 12 : 0);
+		uint8_t a = (uint8_t)(rn == 31 ? A_SP : rn);
+		if (setf && rd == 31) {
+			if (sub && (sf || rn != 31)) { /* cmp */
+				m = mop(b, SK_MOP_CMP, a, SK_NONE);
+				m->imm = (int64_t)(sf ? imm : (uint32_t)imm);
+				m->width = sf ? 8 : 4;
+			} else if (sub) {
+				return false;
+			}
+			return true;
+		}
+		uint8_t d = (uint8_t)(rd == 31 ? A_SP : rd);
+		if (!sf && (rd == 31 || rn == 31) && !setf && imm == 0 && !sub)
+			return false; /* mov wsp, w / mov w, wsp: Capstone's mov */
+		m = mop(b, SK_MOP_SET, d, a);
+		m->imm = sub ? -(int64_t)imm : (int64_t)imm;
+		m->flags = sf ? 0 : SK_F_W32;
+		in->keeps_flags = !setf;
+		return true;
+	}
+	if ((w & 0x7fe0ffe0) == 0x2a0003e0) { /* mov (register): orr rd, zr, rm */
+		unsigned rm = (w >> 16) & 31;
+		in->keeps_flags = 1;
+		if (rd == 31)
+			return true;
+		if (rm == 31) {
+			mop(b, SK_MOP_SET, (uint8_t)rd, SK_NONE);
+		} else if (sf) {
+			mop(b, SK_MOP_SET, (uint8_t)rd, (uint8_t)rm);
+		} else {
+			m = mop(b, SK_MOP_ZEXT, (uint8_t)rd, (uint8_t)rm);
+			m->imm = 4;
+		}
+		return true;
+	}
+	if ((w & 0x1f800000) == 0x12800000 && ((w >> 29) & 3) != 1) { /* movn, movz, movk */
+		unsigned opc = (w >> 29) & 3, hw = (w >> 21) & 3;
+		if (!sf && hw > 1)
+			return false;
+		uint64_t v = (uint64_t)((w >> 5) & 0xffff) << (16 * hw);
+		in->keeps_flags = 1;
+		if (rd == 31)
+			return true;
+		if (opc == 3) {
+			uint64_t mask = ~(0xffffull << (16 * hw));
+			if (!sf)
+				mask &= 0xffffffffull;
+			mop(b, SK_MOP_AND, (uint8_t)rd, SK_NONE)->imm = (int64_t)mask;
+			mop(b, SK_MOP_SET, (uint8_t)rd, (uint8_t)rd)->imm = (int64_t)v;
+			return true;
+		}
+		if (opc == 0)
+			v = ~v;
+		if (!sf)
+			v = (uint32_t)v;
+		mop(b, SK_MOP_SET, (uint8_t)rd, SK_NONE)->imm = (int64_t)v;
+		return true;
+	}
+	/* ldr/str (unsigned offset) of x and w registers, ldrb/strb */
+	if ((w & 0x3f800000) == 0x39000000 && !((w >> 23) & 1)) {
+		unsigned size = 1u << (w >> 30), load = (w >> 22) & 1;
+		if (size == 2)
+			return false; /* ldrh/strh: left to Capstone */
+		struct sk_mem mm = { .disp = (int64_t)(((w >> 10) & 0xfff) * size),
+				     .base = (uint8_t)(rn == 31 ? A_SP : rn), .index = SK_NONE,
+				     .scale = 1, .size = (uint8_t)size };
+		in->keeps_flags = 1;
+		if (load) {
+			if (rd != 31)
+				mop(b, SK_MOP_LOAD, (uint8_t)rd, SK_NONE)->mem = mm;
+			if (size == 8 && rd != 31 && rn != 31 && rd < 31 && ad->page_reg == rn &&
+			    ad->page_reg != SK_NONE) {
+				ad->got_reg = (uint8_t)rd;
+				ad->got_slot = ad->page + (uint64_t)mm.disp;
+				ad->set_got = true;
+			}
+		} else {
+			mop(b, SK_MOP_STORE, SK_NONE, rd == 31 || size != 8 ? SK_NONE : (uint8_t)rd)->mem = mm;
+		}
+		return true;
+	}
+	/* ldp/stp of x registers: post-indexed, signed offset, pre-indexed */
+	if ((w & 0xfe000000) == 0xa8000000 && ((w >> 23) & 3)) {
+		unsigned mode = (w >> 23) & 3, load = (w >> 22) & 1;
+		int64_t imm = ((int64_t)(int32_t)(w << 10) >> 25) * 8;
+		uint8_t base = (uint8_t)(rn == 31 ? A_SP : rn);
+		bool wb = mode != 2;
+		if (load && (rd == rt2 || (wb && (rd == rn || rt2 == rn) && rn != 31)))
+			return false; /* unpredictable: Capstone's path */
+		if (!load && wb && rn != 31 && (rd == rn || rt2 == rn))
+			return false;
+		struct sk_mem mm = { .disp = mode == 1 ? 0 : imm, .base = base, .index = SK_NONE,
+				     .scale = 1, .size = 8 };
+		uint8_t r[2] = { (uint8_t)rd, (uint8_t)rt2 };
+		in->keeps_flags = 1;
+		if (load) {
+			int first = r[0] == base ? 1 : 0;
+			for (int q = 0; q < 2; q++) {
+				int k = q ? 1 - first : first;
+				if (r[k] == 31)
+					continue;
+				struct sk_mem mk = mm;
+				mk.disp += 8 * k;
+				mop(b, SK_MOP_LOAD, r[k], SK_NONE)->mem = mk;
+			}
+		} else {
+			for (int k = 0; k < 2; k++) {
+				struct sk_mem mk = mm;
+				mk.disp += 8 * k;
+				m = mop(b, SK_MOP_STORE, SK_NONE, r[k] == 31 ? SK_NONE : r[k]);
+				m->mem = mk;
+				if (mode == 3 && base == A_SP && imm < 0)
+					m->flags = SK_F_PUSH;
+			}
+		}
+		if (wb)
+			mop(b, SK_MOP_SET, base, base)->imm = imm;
+		return true;
+	}
+	in->flow = SK_BAD;
+	return false;
+}
+
 static void a64_decode(void *dec, const uint8_t *bytes, size_t len, uint64_t addr,
 		       struct sk_insn *in, struct sk_mop *mops)
 {
@@ -943,8 +1165,14 @@ static void a64_decode(void *dec, const uint8_t *bytes, size_t len, uint64_t add
 			in->len = 1;
 		return;
 	}
-	const cs_insn *i = insn_decode(ad->d, bytes, 4, addr);
 	uint8_t page_reg = ad->page_reg, got_reg = ad->got_reg;
+	ad->set_page = ad->set_got = false;
+	uint32_t word = (uint32_t)base_rd_le(bytes, 4);
+	if (!ad->no_fast && fast(ad, &b, word, addr)) {
+		forget(ad, in, mops, page_reg, got_reg);
+		return;
+	}
+	const cs_insn *i = insn_decode(ad->d, bytes, 4, addr);
 	if (!i) {
 		in->flow = SK_FALL;
 		if (!a64_fallback(&b, (uint32_t)base_rd_le(bytes, 4))) {
@@ -958,18 +1186,7 @@ static void a64_decode(void *dec, const uint8_t *bytes, size_t len, uint64_t add
 	in->flow = SK_FALL;
 	a64_decode_insn(ad, &b, i);
 	in->keeps_flags = keeps_flags(i->id, &i->detail->arm64);
-	/* What the adrp/ldr memory says holds only while nothing else writes
-	 * those registers. */
-	uint64_t w = in->clobber;
-	for (unsigned k = 0; k < in->nmop; k++)
-		if (mops[k].kind != SK_MOP_STORE && mops[k].kind != SK_MOP_CMP && mops[k].dst < 64)
-			w |= 1ull << mops[k].dst;
-	if (page_reg != SK_NONE && ad->page_reg == page_reg && (w >> page_reg) & 1 &&
-	    !(i->id == ARM64_INS_ADRP))
-		ad->page_reg = SK_NONE;
-	if (got_reg != SK_NONE && ad->got_reg == got_reg && (w >> got_reg) & 1 &&
-	    !(i->id == ARM64_INS_LDR))
-		ad->got_reg = SK_NONE;
+	forget(ad, in, mops, page_reg, got_reg);
 }
 
 static void a64_text(void *dec, const uint8_t *bytes, size_t len, uint64_t addr, char *buf,
@@ -999,7 +1216,7 @@ static void a64_text(void *dec, const uint8_t *bytes, size_t len, uint64_t addr,
 	}
 }
 
-static int a64_open(void **dec)
+static int a64_open_as(void **dec, bool no_fast)
 {
 	struct a64_dec *ad = base_calloc(1, sizeof(*ad));
 	if (!ad)
@@ -1011,8 +1228,19 @@ static int a64_open(void **dec)
 	}
 	ad->page_reg = ad->got_reg = SK_NONE;
 	ad->next = 1; /* no address: nothing remembered */
+	ad->no_fast = no_fast;
 	*dec = ad;
 	return 0;
+}
+
+static int a64_open(void **dec)
+{
+	return a64_open_as(dec, false);
+}
+
+static int a64_open_reference(void **dec)
+{
+	return a64_open_as(dec, true);
 }
 
 static void a64_close(void *dec)
@@ -1061,6 +1289,37 @@ const struct sk_arch chk_stack_aarch64 = {
 	.reloc_jump_slot = 1026, /* R_AARCH64_JUMP_SLOT */
 	.reloc_glob_dat = 1025,  /* R_AARCH64_GLOB_DAT */
 	.open = a64_open,
+	.close = a64_close,
+	.decode = a64_decode,
+	.text = a64_text,
+};
+
+/* The same with every instruction through Capstone: what the fast path
+ * is tested against (tests/unit/test_a64decode.c). */
+const struct sk_arch chk_stack_aarch64_reference = {
+	.arch = BK_ARCH_AARCH64,
+	.sp = A_SP,
+	.fp = 29,
+	.ra_col = 30,
+	/* x19-x29, v8-v15 (their low 64 bits) */
+	.callee_saved = (0x7ffull << 19) | (0xffull << A_V8),
+	/* x0-x18 (x18 is a temporary on Linux); x30 is written by the bl
+	 * itself (a new value: the address after it) */
+	.call_clobbered = 0x7ffffull,
+	.nregs = 40,
+	.reg_of_dwarf_map = a64_reg_of_dwarf,
+	.ndwarf = BK_ARRAY_LEN(a64_reg_of_dwarf),
+	.dwarf_of_reg_map = a64_dwarf_of_reg,
+	.ncmp = 21,
+	.cmp_regs = { 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 72, 73, 74, 75, 76, 77,
+		      78, 79 },
+	.entry_cfa_off = 0,
+	.ra_slot = 0,
+	.stack_align = 16,
+	.table_sizes = 1 | 2 | 4 | 8,
+	.reloc_jump_slot = 1026, /* R_AARCH64_JUMP_SLOT */
+	.reloc_glob_dat = 1025,  /* R_AARCH64_GLOB_DAT */
+	.open = a64_open_reference,
 	.close = a64_close,
 	.decode = a64_decode,
 	.text = a64_text,
