@@ -161,6 +161,8 @@ enum vkind { V_UNKNOWN = 0, V_NEW, V_CALLER, V_CFA, V_ANCHOR, V_CONST, V_DYN, V_
 #define VF_B2 8     /* NEW: all but the low two bytes are zero (with VF_Z) */
 #define VF_FRESH 16 /* BOUNDED: no other conditional branch since its compare */
 #define VF_PAC 32   /* CALLER: signed (RA_SIGN_STATE bit 0: paciasp and the like) */
+#define VF_PACPC 64 /* CALLER: with the PC as a second modifier (bit 1: FEAT_PAuth_LR's
+		     * paciasppc; DW_CFA_AARCH64_negate_ra_state_with_pc) */
 #define VT_REL 0x80 /* TABLE (in reg): table address + entry */
 #define VT_SIGNED 0x40
 #define VT_ANCH 0x20 /* TABLE: anchor (off) + entry << shift; aux: sctx.anch index */
@@ -1345,7 +1347,7 @@ static struct sk_val pac(const struct state *st, const struct sk_mop *m)
 		if (mod.kind != V_CFA || mod.off != 0)
 			return v_unknown;
 	}
-	v.flags &= (uint8_t)~VF_PAC;
+	v.flags &= (uint8_t)~(VF_PAC | VF_PACPC);
 	return v;
 }
 
@@ -1823,6 +1825,18 @@ static int sym_eval(const struct sctx *c, const struct state *st, const struct c
 
 /* ---- Comparison ---------------------------------------------------------- */
 
+/* The value flags RA_SIGN_STATE asks of the return address (AADWARF64
+ * §4.4: bit 0 signed, bit 1 with the PC as a second modifier). */
+static uint8_t ra_sign_flags(uint8_t ra_sign)
+{
+	return (uint8_t)((ra_sign & 1 ? VF_PAC : 0) | (ra_sign & 2 ? VF_PACPC : 0));
+}
+
+static const char *ra_sign_text(uint8_t ra_sign)
+{
+	return ra_sign & 2 ? " (signed, PC modifier)" : ra_sign & 1 ? " (signed)" : "";
+}
+
 enum verdict { VD_OK = 0, VD_DIFF, VD_NA };
 
 struct cmp_out {
@@ -2030,8 +2044,8 @@ static void compare_col(struct sctx *c, const struct state *st, const struct cfi
 	bool is_sp = col == sk_dwarf_of_reg(ar, ar->sp);
 	struct sk_val want = is_sp ? vk(V_CFA, 0) : v_caller(col);
 	struct sk_val cfa = vk(V_CFA, 0), v;
-	if (col == ar->ra_col && (row->ra_sign & 1))
-		want.flags |= VF_PAC; /* RA_SIGN_STATE: the return address is signed */
+	if (col == ar->ra_col)
+		want.flags |= ra_sign_flags(row->ra_sign); /* RA_SIGN_STATE */
 	out->v = VD_OK;
 	switch (r->kind) {
 	case BK_RULE_NONE:
@@ -2100,7 +2114,7 @@ static void compare_col(struct sctx *c, const struct state *st, const struct cfi
 		rule_text(c, sec, r, out->row, sizeof(out->row));
 		if (col == ar->ra_col && row->ra_sign)
 			snprintf(out->row + strlen(out->row), sizeof(out->row) - strlen(out->row),
-				 " (signed)");
+				 "%s", ra_sign_text(row->ra_sign));
 		code_col(c, st, col, out->code, sizeof(out->code));
 	}
 }
@@ -2624,7 +2638,7 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 			rule_text(c, sec, &row->col[i], a, sizeof(a));
 			rl += (size_t)snprintf(row_text + rl, sizeof(row_text) - rl, " %s=%s%s",
 					       col_name(c, col, tmp, sizeof(tmp)), a,
-					       signed_ra ? " (signed)" : "");
+					       signed_ra ? ra_sign_text(row->ra_sign) : "");
 		}
 		if (is_sp)
 			continue;
@@ -2665,8 +2679,8 @@ static int initial_state(struct sctx *c, const struct srow *row, bool from_row, 
 		if (col == sk_dwarf_of_reg(ar, ar->sp))
 			continue;
 		struct sk_val cv = v_caller(col);
-		if (col == ar->ra_col && (row->ra_sign & 1))
-			cv.flags |= VF_PAC;
+		if (col == ar->ra_col)
+			cv.flags |= ra_sign_flags(row->ra_sign);
 		switch (r->kind) {
 		case BK_RULE_NONE:
 		case BK_RULE_SAME_VALUE:

@@ -149,6 +149,32 @@ M_lie_aut_1:
 	.cfi_endproc
 	.size	lie_aut, .-lie_aut
 
+	/* paciasp (sp the only modifier) under a row that says the PC is
+	 * one too (DW_CFA_AARCH64_negate_ra_state_with_pc, 0x2c): the
+	 * unwinder would authenticate with the wrong modifiers. */
+	.globl	lie_pac_pc
+	.type	lie_pac_pc, %function
+lie_pac_pc:
+	.cfi_startproc
+	paciasp
+	.cfi_escape 0x2c		/* WRONG: paciasp does not use the PC */
+M_lie_pac_pc_1:
+	stp	x29, x30, [sp, #-16]!
+	.cfi_def_cfa_offset 16
+	.cfi_offset 29, -16
+	.cfi_offset 30, -8
+M_lie_pac_pc_2:
+	ldp	x29, x30, [sp], #16
+	.cfi_restore 30
+	.cfi_restore 29
+	.cfi_def_cfa_offset 0
+M_lie_pac_pc_3:
+	autiasp
+	.cfi_escape 0x2c
+	ret
+	.cfi_endproc
+	.size	lie_pac_pc, .-lie_pac_pc
+
 	/* .cfi_restore_state one row late: the first instruction after the
 	 * label still has the first epilogue's row. */
 	.globl	lie_remember
