@@ -1405,7 +1405,7 @@ static bool apply(struct sctx *c, const struct fn *f, struct state *st, size_t j
 				/* entry << shift + another address (AArch64) */
 				res = anchored(c, a.kind == V_TABLE ? a : b, a.kind == V_CONST ? a.off : b.off);
 			} else if (b.kind == V_CONST) {
-				res = v_add(a, add ? b.off : -b.off);
+				res = v_add(a, add ? b.off : (int64_t)(0 - (uint64_t)b.off));
 			} else if (add && a.kind == V_CONST &&
 				   (v_stack(b) || b.kind == V_CALLER || b.kind == V_CONST)) {
 				res = v_add(b, a.off);
