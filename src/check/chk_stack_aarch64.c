@@ -139,9 +139,14 @@ static void clobber(struct build *b, struct regmap r)
 {
 	if (!tracked(r))
 		return;
-	if (r.reg == A_SP) {
+	if (r.reg == A_SP || !r.gpr) {
+		/* sp written in a way not modelled; or v8-v15, whose low 64
+		 * bits may still be the caller's (ins, a move from a vector
+		 * register not tracked): unknown, not new */
 		if (room(b, 1))
-			mop(b, SK_MOP_UNKNOWN, A_SP, SK_NONE);
+			mop(b, SK_MOP_UNKNOWN, r.reg, SK_NONE);
+		else
+			b->in->flow = SK_BAD; /* no room to say so: not followed */
 		return;
 	}
 	b->in->clobber |= 1ull << r.reg;
@@ -157,7 +162,7 @@ static void unknown(struct build *b, struct regmap r)
 	if (room(b, 1))
 		mop(b, SK_MOP_UNKNOWN, r.reg, SK_NONE);
 	else
-		clobber(b, r);
+		b->in->flow = SK_BAD; /* no room to say so: not followed */
 }
 
 static uint64_t ext_imm(const cs_arm64_op *o)
@@ -289,8 +294,9 @@ static bool load_store(struct build *b, const cs_insn *i, bool load, bool pair)
 			if (!tracked(r[k]))
 				continue;
 			if (!r[k].gpr && size != 8) {
-				/* s, h, b, q of v8-v15: not the 64 bits compared */
-				b->in->clobber |= 1ull << r[k].reg;
+				/* s, h, b, q of v8-v15: q's low half may be the
+				 * caller's d8 saved whole: unknown */
+				mop(b, SK_MOP_UNKNOWN, r[k].reg, SK_NONE);
 				continue;
 			}
 			struct sk_mop *l = mop(b, SK_MOP_LOAD, r[k].reg, SK_NONE);
@@ -562,7 +568,7 @@ static void a64_decode_insn(struct a64_dec *ad, struct build *b, const cs_insn *
 							  .size = (uint8_t)size };
 				m->flags = sign ? SK_F_SIGNED | (r0.width == 4 ? SK_F_W32 : 0) : 0;
 				if (!r0.gpr && size != 8)
-					in->nmop--, clobber(b, r0);
+					m->kind = SK_MOP_UNKNOWN; /* not the 64 bits compared */
 			}
 			return;
 		}
