@@ -72,7 +72,7 @@
 #define SK_NREGS 48           /* abstract registers, SK_TMP included */
 #define SK_TMP (SK_NREGS - 1)
 #define SK_NONE 0xff
-#define SK_MAX_MOPS 4
+#define SK_MAX_MOPS 6
 #define SK_MAX_CMP 24         /* registers compared with the rows */
 
 enum sk_mop_kind {

@@ -293,9 +293,16 @@ static bool load_store(struct build *b, const cs_insn *i, bool load, bool pair)
 			mk.disp += (int64_t)size * k;
 			if (!tracked(r[k]))
 				continue;
+			if (!r[k].gpr && size == 16) {
+				/* q8-q15: the low 64 bits are the ones compared,
+				 * at the lower address (little-endian) */
+				struct sk_mop *l = mop(b, SK_MOP_LOAD, r[k].reg, SK_NONE);
+				l->mem = mk;
+				l->mem.size = 8;
+				continue;
+			}
 			if (!r[k].gpr && size != 8) {
-				/* s, h, b, q of v8-v15: q's low half may be the
-				 * caller's d8 saved whole: unknown */
+				/* s, h, b of v8-v15: not the 64 bits compared */
 				mop(b, SK_MOP_UNKNOWN, r[k].reg, SK_NONE);
 				continue;
 			}
@@ -318,10 +325,23 @@ static bool load_store(struct build *b, const cs_insn *i, bool load, bool pair)
 			mk.disp += (int64_t)size * k;
 			uint8_t src = r[k].reg == SK_NONE ? SK_TMP
 				: r[k].reg == ZR || size != 8 ? SK_NONE : r[k].reg;
+			bool q = tracked(r[k]) && !r[k].gpr && size == 16;
+			if (q) {
+				/* q8-q15: the low 64 bits (the compared ones) at
+				 * the lower address, then 8 bytes of no tracked value */
+				src = r[k].reg;
+				mk.size = 8;
+			}
 			struct sk_mop *s = mop(b, SK_MOP_STORE, SK_NONE, src);
 			s->mem = mk;
 			if (wb && !post && base == A_SP && wb_delta < 0)
 				s->flags = SK_F_PUSH; /* a push: a save area */
+			if (q) {
+				struct sk_mop *h = mop(b, SK_MOP_STORE, SK_NONE, SK_NONE);
+				h->mem = mk;
+				h->mem.disp += 8;
+				h->flags = s->flags;
+			}
 		}
 	}
 	if (wb) {

@@ -601,4 +601,25 @@ part_ijump:
 	.cfi_endproc
 	.size	part_ijump, .-part_ijump
 
+	/* q8, q9 saved and restored whole (ld.so's _dl_tlsdesc_dynamic
+	 * does so with q0-q31): d8 and d9 are their low halves, at the
+	 * lower addresses. */
+	.globl	ok_qsave
+	.type	ok_qsave, %function
+ok_qsave:
+	.cfi_startproc
+	stp	q8, q9, [sp, #-32]!
+	.cfi_def_cfa_offset 32
+	.cfi_offset 72, -32
+	.cfi_offset 73, -16
+	fmov	d8, x0
+	fmov	d9, x1
+	ldp	q8, q9, [sp], #32
+	.cfi_restore 72
+	.cfi_restore 73
+	.cfi_def_cfa_offset 0
+	ret
+	.cfi_endproc
+	.size	ok_qsave, .-ok_qsave
+
 	.section .note.GNU-stack,"",%progbits

@@ -13,8 +13,9 @@ stack_a64.S  one lie per lie_* function (the CFA not moved after
              only through a jump table, the with_pc form of
              negate_ra_state after a paciasp): a difference at exactly each
              instruction marked M_<function>_<k> and nowhere else; every
-             ok_* function checked in full; part_ijump in part (indirect
-             jump), _start not (outermost frame). Exit status 1.
+             ok_* function checked in full (ok_qsave: d8/d9 saved as the low
+             halves of q8/q9); part_ijump in part (indirect jump), _start
+             not (outermost frame). Exit status 1.
 Correct programs, exit status 0 and no difference: fixtures/aarch64's
 shapes (hand-written CFI: remember/restore_state, d8, a frame on x29) and
 C fixtures by gcc at -O0 and -O2, with and without
