@@ -271,16 +271,20 @@ static bool load_store(struct build *b, const cs_insn *i, bool load, bool pair)
 		b->in->nmop = nmop0;
 		return false;
 	}
-	if (wb && m.index != SK_NONE)
-		return b->in->nmop = nmop0, false;
+	if (wb && m.index != SK_NONE) {
+		b->in->nmop = nmop0;
+		return false;
+	}
 	int64_t wb_delta = post ? x->operands[mi + 1].imm : m.disp;
 	if (post)
 		m.disp = 0;
 	uint8_t base = m.base;
 	if (load) {
 		for (int k = 0; k < nreg; k++)
-			if (wb && r[k].reg == base)
-				return b->in->nmop = nmop0, false; /* unpredictable */
+			if (wb && r[k].reg == base) {
+				b->in->nmop = nmop0; /* unpredictable: generic() */
+				return false;
+			}
 		/* A destination that is the base register loads last. */
 		int order[2] = { 0, 1 };
 		if (pair && r[0].reg == base) {
@@ -345,8 +349,10 @@ static bool load_store(struct build *b, const cs_insn *i, bool load, bool pair)
 		}
 	}
 	if (wb) {
-		if (!room(b, 1))
-			return b->in->nmop = nmop0, false;
+		if (!room(b, 1)) {
+			b->in->nmop = nmop0;
+			return false;
+		}
 		mop(b, SK_MOP_SET, base, base)->imm = wb_delta;
 	}
 	return true;
@@ -480,8 +486,8 @@ static void generic(struct build *b, const cs_insn *i)
 		return;
 	const cs_arm64_op *mo = &x->operands[mi];
 	struct regmap base = map_reg(mo->mem.base);
-	if (x->writeback || (x->op_count > mi + 1 && x->operands[mi + 1].type != ARM64_OP_REG))
-		unknown(b, base);
+	if (x->writeback || x->op_count > mi + 1)
+		unknown(b, base); /* post-indexed by an immediate or a register (ld1 {..}, [x0], x1) */
 	/* Whether it writes memory: Capstone 4's access flags for memory are
 	 * not reliable; the store classes are named st* (st1, stxr, stlr,
 	 * stg, ...). */
