@@ -26,6 +26,8 @@ packages=(
 	g++-aarch64-linux-gnu qemu-user
 	libelf-dev:arm64 libdwarf-dev:arm64 libiberty-dev:arm64 zlib1g-dev:arm64
 	libdeflate-dev:arm64 libzstd-dev:arm64 liblzma-dev:arm64 libcapstone-dev:arm64
+	# check --stack measured on the arm64 libstdc++ too (bench/check_stack.sh)
+	libstdc++6:arm64
 )
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
 	dpkg --add-architecture arm64 # (the next apt-get update fetches its lists)

@@ -17,13 +17,15 @@
  *   NEW        a value that is none of the ones      not a caller's value,
  *              below (arithmetic, arguments,         not a frame address
  *              callee garbage); Z: upper half zero
- *   CALLER r   the caller's value of column r + off  (the RA is column 16)
+ *   CALLER r   the caller's value of column r + off  (the RA is column 16
+ *              (PAC: signed by pointer authentication)   on x86-64, 30 on AArch64)
  *   CFA        CFA + off
  *   ANCHOR a   the stack pointer after realignment a, + off (its
  *              distance to the CFA is not fixed)
  *   CONST      off
  *   DYN        a stack pointer moved by a run-time amount (alloca)
- *   TABLE      a jump-table entry (or table + entry) that IJUMP resolves
+ *   TABLE      a jump-table entry (or table + entry, or an anchor + entry
+ *              shifted: AArch64) that IJUMP resolves
  *   BOUNDED    an unsigned value whose low reg bytes are <= aux (a
  *              jump-table index, once zero-extended from a compare's
  *              width); MAYBE: refined from UNKNOWN, so compared as UNKNOWN
@@ -97,6 +99,7 @@
  */
 #include <gelf.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +121,7 @@
 #define SK_MAX_TABLE 16384             /* jump-table entries */
 #define SK_MAX_STATES 65536u           /* block states per function (~100 MiB) */
 #define SK_CACHE_INSNS (1u << 20)      /* decoded instructions kept for callees */
+#define SK_MAX_ANCH 4096               /* anchored jump tables per file */
 #define SK_EXPR_STACK 16
 #define SK_EXPR_OPS 64
 #define DEFAULT_MAX_FINDINGS 1000
@@ -156,9 +160,13 @@ enum vkind { V_UNKNOWN = 0, V_NEW, V_CALLER, V_CFA, V_ANCHOR, V_CONST, V_DYN, V_
 #define VF_B1 4     /* NEW: all but the low byte is zero (with VF_Z) */
 #define VF_B2 8     /* NEW: all but the low two bytes are zero (with VF_Z) */
 #define VF_FRESH 16 /* BOUNDED: no other conditional branch since its compare */
+#define VF_PAC 32   /* CALLER: signed (RA_SIGN_STATE bit 0: paciasp and the like) */
+#define VF_PACPC 64 /* CALLER: with the PC as a second modifier (bit 1: FEAT_PAuth_LR's
+		     * paciasppc; DW_CFA_AARCH64_negate_ra_state_with_pc) */
 #define VT_REL 0x80 /* TABLE (in reg): table address + entry */
 #define VT_SIGNED 0x40
-#define VT_SIZE 0x3f
+#define VT_ANCH 0x20 /* TABLE: anchor (off) + entry << shift; aux: sctx.anch index */
+#define VT_SIZE 0x1f /* TABLE flags: the entry's left shift (0..3) */
 
 struct sk_val {
 	int64_t off;
@@ -268,10 +276,31 @@ static struct sk_val v_zext(struct sk_val v, unsigned w)
 		v.flags |= VF_Z;
 		return v;
 	}
+	if (v.kind == V_TABLE && !(v.reg & (VT_REL | VT_ANCH | VT_SIGNED)) && !v.flags &&
+	    (v.reg & VT_SIZE) <= w)
+		return v; /* an unsigned entry no wider: itself */
 	struct sk_val n = v_new(true);
 	n.flags |= w == 1 || (v.kind == V_NEW && (v.flags & VF_B1)) ? VF_B1
 		: w == 2 || (v.kind == V_NEW && (v.flags & VF_B2)) ? VF_B2 : 0;
 	return n;
+}
+
+/* The low W bytes of V (1, 2 or 4), sign-extended: a jump-table entry
+ * read unsigned and extended by the arithmetic (AArch64 `ldrb w1, [...]`
+ * then `add x1, x2, w1, sxtb #2`) is a signed entry. */
+static struct sk_val v_sext(struct sk_val v, unsigned w)
+{
+	if (v.kind == V_CONST) {
+		unsigned sh = 64 - 8 * w;
+		return vk(V_CONST, (int64_t)((uint64_t)v.off << sh) >> sh);
+	}
+	if (v.kind == V_TABLE && !(v.reg & (VT_REL | VT_ANCH)) && !v.flags && (v.reg & VT_SIZE) == w) {
+		v.reg |= VT_SIGNED;
+		return v;
+	}
+	if (v.kind == V_BOUNDED && v.reg == 8 && v.aux < (1ull << (8 * w - 1)))
+		return v; /* below the sign bit: the same number */
+	return v_undecided(v) ? v_unknown : v_new(false);
 }
 
 /* A 32-bit write of V (zero-extends). */
@@ -371,10 +400,18 @@ static void slot_store(struct state *st, uint32_t base, int64_t off, unsigned si
 		       struct sk_val v, bool pushed)
 {
 	unsigned j = 0;
+	bool unknown_range = size != 8 && v.kind == V_UNKNOWN;
 	for (unsigned i = 0; i < st->nslots; i++) {
-		const struct slot *s = &st->s[i];
-		if (s->base == base && s->off < off + (int64_t)size && off < s->off + 8)
-			continue;
+		struct slot *s = &st->s[i];
+		if (s->base == base && s->off < off + (int64_t)size && off < s->off + 8) {
+			if (!unknown_range || st->slot_default == V_UNKNOWN)
+				continue;
+			/* bytes that may or may not have been written (a store
+			 * whose extent is an upper bound): the slot holds
+			 * anything now, not "none of the tracked" */
+			s->v = v_unknown;
+			s->pushed = 0;
+		}
 		st->s[j++] = *s;
 	}
 	st->nslots = (uint8_t)j;
@@ -522,6 +559,7 @@ struct got_ent {
 struct srow {
 	uint64_t loc, end;
 	uint64_t args_size;     /* DW_CFA_GNU_args_size */
+	uint8_t ra_sign;        /* RA_SIGN_STATE (AArch64; 0 elsewhere) */
 	struct cfi_rule cfa;
 	struct cfi_rule col[SK_MAX_CMP]; /* kind BK_RULE_NONE: no rule */
 };
@@ -587,6 +625,15 @@ struct sctx {
 	uint8_t *scan_seen;
 	size_t scan_cap;
 	uint64_t decoded_total, decode_budget; /* instructions decoded in all */
+	/* The anchored jump tables of the file (AArch64 `adr x2, L; add x1,
+	 * x2, w1, sxtb #2; br x1`): a TABLE value with VT_ANCH names one by
+	 * index (per file: such a value may cross into another FDE). */
+	struct anch_table {
+		uint64_t table, anchor;
+		uint32_t bound;
+		uint8_t size, shift, sign;
+	} anch[SK_MAX_ANCH];
+	unsigned nanch;
 };
 
 static const char *const sec_names[2] = { ".eh_frame", ".debug_frame" };
@@ -965,10 +1012,11 @@ static bool target_noreturn_known(struct sctx *c, uint64_t target, bool via_mem)
 	if (s && c->sym_noreturn && c->sym_noreturn[s - c->im.syms->syms])
 		return true;
 	if (in_plt(c, target)) {
-		/* The stub's `jmp [rip+GOT]` (after endbr64 / bnd), within 3. */
+		/* The stub's `jmp [rip+GOT]` (after endbr64 / bnd), within 3; AArch64's
+	 * `br x17` after adrp, ldr, add. */
 		const struct chk_region *rg = chk_region_of(c->im.exec, c->im.nexec, target);
 		uint64_t pos = target;
-		for (int k = 0; k < 3 && rg && rg->data && pos < rg->hi; k++) {
+		for (int k = 0; k < 4 && rg && rg->data && pos < rg->hi; k++) {
 			struct sk_insn si;
 			struct sk_mop sm[SK_MAX_MOPS];
 			c->ar->decode(c->dec, rg->data + (pos - rg->lo), (size_t)(rg->hi - pos), pos,
@@ -1158,13 +1206,14 @@ static struct sk_val lea(const struct state *st, const struct sk_mem *m, bool to
 	return v_undecided(a) || v_undecided(ix) ? v_unknown : v_new(false);
 }
 
-static struct sk_val load(const struct state *st, const struct sk_mop *m)
+static struct sk_val load(const struct sk_arch *ar, const struct state *st,
+			  const struct sk_mop *m)
 {
 	const struct sk_mem *mm = &m->mem;
 	if (st->mb.valid && !(m->flags & SK_F_SIGNED) && same_operand(st, mm, &st->mb.mem, st->mb.base,
 									st->mb.index))
 		return (struct sk_val){ 0, st->mb.bound, V_BOUNDED, 8, VF_Z | VF_FRESH, 0 };
-	if ((mm->size == 4 || mm->size == 8) && mm->base != SK_MEM_FAR &&
+	if ((ar->table_sizes & mm->size) && mm->size <= 8 && mm->base != SK_MEM_FAR &&
 	    (mm->index == SK_NONE ? mm->size == 4 && (m->flags & SK_F_SIGNED)
 				  : mm->scale == mm->size)) {
 		/* A jump-table entry: a constant table address and a bounded
@@ -1250,6 +1299,58 @@ static bool uses_anchor(const struct state *st, unsigned nregs, uint32_t id)
 	return false;
 }
 
+/* An anchored jump table: TABLE entry T (shifted) + ANCHOR, by its index
+ * in c->anch (the same table and anchor: the same index). */
+static struct sk_val anchored(struct sctx *c, struct sk_val t, int64_t anchor)
+{
+	struct anch_table e;
+	memset(&e, 0, sizeof(e)); /* compared with memcmp: no stray padding */
+	e.table = (uint64_t)t.off;
+	e.anchor = (uint64_t)anchor;
+	e.bound = t.aux;
+	e.size = (uint8_t)(t.reg & VT_SIZE);
+	e.shift = t.flags;
+	e.sign = (t.reg & VT_SIGNED) != 0;
+	unsigned k = c->nanch;
+	while (k-- > 0 && memcmp(&c->anch[k], &e, sizeof(e)))
+		;
+	if (k == UINT_MAX) {
+		k = c->nanch;
+		if (k == SK_MAX_ANCH)
+			return v_new(false); /* not resolved: an unresolved jump */
+		c->anch[c->nanch++] = e;
+	}
+	return (struct sk_val){ anchor, k, V_TABLE, VT_ANCH, 0, 0 };
+}
+
+/* Pointer authentication of a return address (SK_MOP_SIGN, SK_MOP_AUTH):
+ * a caller's value signed with the CFA as the modifier (what the unwinder
+ * authenticates with) is the signed caller's value; authenticated (or
+ * stripped) it is the caller's value again. What is signed otherwise, or
+ * authenticated unsigned, is not followed. */
+static struct sk_val pac(const struct state *st, const struct sk_mop *m)
+{
+	struct sk_val v = rv(st, m->dst);
+	if (v.kind != V_CALLER)
+		return v_undecided(v) ? v_unknown : v_new(false);
+	if (m->kind == SK_MOP_SIGN) {
+		struct sk_val mod = rv(st, m->src);
+		if ((v.flags & VF_PAC) || mod.kind != V_CFA || mod.off != 0)
+			return v_unknown;
+		v.flags |= VF_PAC;
+		return v;
+	}
+	if (!(v.flags & VF_PAC))
+		return m->flags & SK_F_STRIP ? v : v_unknown;
+	if (!(m->flags & SK_F_STRIP)) {
+		struct sk_val mod = rv(st, m->src);
+		if (mod.kind != V_CFA || mod.off != 0)
+			return v_unknown;
+	}
+	v.flags &= (uint8_t)~(VF_PAC | VF_PACPC);
+	return v;
+}
+
 /* Apply one instruction's micro-operations and clobbers. Returns whether it
  * set the compare flags; *REALIGN_LOOP when an anchor is made again while
  * values of the last one live (not followed). */
@@ -1271,7 +1372,7 @@ static bool apply(struct sctx *c, const struct fn *f, struct state *st, size_t j
 			set_reg(ar, st, m->dst, lea(st, &m->mem, m->dst == ar->sp));
 			break;
 		case SK_MOP_LOAD:
-			a = load(st, m);
+			a = load(ar, st, m);
 			set_reg(ar, st, m->dst, m->flags & SK_F_W32 ? v_w32(a) : a);
 			break;
 		case SK_MOP_STORE:
@@ -1290,16 +1391,21 @@ static bool apply(struct sctx *c, const struct fn *f, struct state *st, size_t j
 			a = rv(st, m->dst);
 			b = rv(st, m->src);
 			struct sk_val res;
-			if (add && a.kind == V_TABLE && !(a.reg & VT_REL) && b.kind == V_CONST &&
-			    b.off == a.off) {
+			if (add && a.kind == V_TABLE && !(a.reg & (VT_REL | VT_ANCH)) && !a.flags &&
+			    b.kind == V_CONST && b.off == a.off) {
 				res = a; /* entry + the table's own address: a jump target */
 				res.reg |= VT_REL;
-			} else if (add && b.kind == V_TABLE && !(b.reg & VT_REL) && a.kind == V_CONST &&
-				   a.off == b.off) {
+			} else if (add && b.kind == V_TABLE && !(b.reg & (VT_REL | VT_ANCH)) && !b.flags &&
+				   a.kind == V_CONST && a.off == b.off) {
 				res = b;
 				res.reg |= VT_REL;
+			} else if (add && ((a.kind == V_TABLE && b.kind == V_CONST) ||
+					   (b.kind == V_TABLE && a.kind == V_CONST)) &&
+				   !((a.kind == V_TABLE ? a : b).reg & (VT_REL | VT_ANCH))) {
+				/* entry << shift + another address (AArch64) */
+				res = anchored(c, a.kind == V_TABLE ? a : b, a.kind == V_CONST ? a.off : b.off);
 			} else if (b.kind == V_CONST) {
-				res = v_add(a, add ? b.off : -b.off);
+				res = v_add(a, add ? b.off : (int64_t)(0 - (uint64_t)b.off));
 			} else if (add && a.kind == V_CONST &&
 				   (v_stack(b) || b.kind == V_CALLER || b.kind == V_CONST)) {
 				res = v_add(b, a.off);
@@ -1338,7 +1444,24 @@ static bool apply(struct sctx *c, const struct fn *f, struct state *st, size_t j
 			set_reg(ar, st, m->dst, v_join(rv(st, m->dst), rv(st, m->src)));
 			break;
 		case SK_MOP_ZEXT:
-			set_reg(ar, st, m->dst, v_zext(rv(st, m->src), (unsigned)m->imm));
+			a = rv(st, m->src);
+			set_reg(ar, st, m->dst, m->flags & SK_F_SIGNED ? v_sext(a, (unsigned)m->imm)
+								: v_zext(a, (unsigned)m->imm));
+			break;
+		case SK_MOP_SHL:
+			a = rv(st, m->dst);
+			if (a.kind == V_CONST)
+				a = vk(V_CONST, (int64_t)((uint64_t)a.off << (m->imm & 63)));
+			else if (a.kind == V_TABLE && !(a.reg & (VT_REL | VT_ANCH)) &&
+				 a.flags + m->imm <= 3)
+				a.flags = (uint8_t)(a.flags + m->imm); /* the entry's shift */
+			else
+				a = v_undecided(a) || m->dst == ar->sp ? v_unknown : v_new(false);
+			set_reg(ar, st, m->dst, a);
+			break;
+		case SK_MOP_SIGN:
+		case SK_MOP_AUTH:
+			set_reg(ar, st, m->dst, pac(st, m));
 			break;
 		case SK_MOP_CMP:
 			st->cmp = (struct cmpfact){ .imm = m->imm, .valid = 1, .a = m->dst, .b = m->src,
@@ -1507,6 +1630,7 @@ static int compile_rows(struct sctx *c, struct fn *f, const struct cfi_section *
 		s->loc = row->loc;
 		s->end = row->loc_end;
 		s->args_size = row->args_size;
+		s->ra_sign = row->ra_sign_state;
 		s->cfa = row->cfa;
 		for (unsigned i = 0; i < c->ar->ncmp; i++) {
 			const struct cfi_rule *r = cfi_row_rule(row, c->ar->cmp_regs[i]);
@@ -1701,6 +1825,18 @@ static int sym_eval(const struct sctx *c, const struct state *st, const struct c
 
 /* ---- Comparison ---------------------------------------------------------- */
 
+/* The value flags RA_SIGN_STATE asks of the return address (AADWARF64
+ * §4.4: bit 0 signed, bit 1 with the PC as a second modifier). */
+static uint8_t ra_sign_flags(uint8_t ra_sign)
+{
+	return (uint8_t)((ra_sign & 1 ? VF_PAC : 0) | (ra_sign & 2 ? VF_PACPC : 0));
+}
+
+static const char *ra_sign_text(uint8_t ra_sign)
+{
+	return ra_sign & 2 ? " (signed, PC modifier)" : ra_sign & 1 ? " (signed)" : "";
+}
+
 enum verdict { VD_OK = 0, VD_DIFF, VD_NA };
 
 struct cmp_out {
@@ -1738,7 +1874,8 @@ static void describe_val(const struct sctx *c, struct sk_val v, char *buf, size_
 	case V_UNKNOWN: snprintf(buf, len, "unknown"); return;
 	case V_NEW: snprintf(buf, len, "a computed value"); return;
 	case V_CALLER:
-		snprintf(buf, len, "the caller's %s%+" PRId64, col_name(c, v.reg, tmp, sizeof(tmp)), v.off);
+		snprintf(buf, len, "the caller's %s%+" PRId64 "%s", col_name(c, v.reg, tmp, sizeof(tmp)),
+			 v.off, v.flags & VF_PAC ? " (signed)" : "");
 		return;
 	case V_CFA: snprintf(buf, len, "CFA%+" PRId64, v.off); return;
 	case V_ANCHOR: snprintf(buf, len, "a realigned address%+" PRId64, v.off); return;
@@ -1819,16 +1956,19 @@ static void code_col(const struct sctx *c, const struct state *st, unsigned col,
 	size_t used = 0;
 	buf[0] = 0;
 	struct sk_val want = col == sk_dwarf_of_reg(c->ar, c->ar->sp) ? vk(V_CFA, 0) : v_caller(col);
+	struct sk_val signd = want;
+	signd.flags |= VF_PAC;
 	for (unsigned r = 0; r < c->ar->nregs && used < len; r++)
-		if (v_eq(st->r[r], want))
-			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "|" : "",
+		if (v_eq(st->r[r], want) || v_eq(st->r[r], signd))
+			used += (size_t)snprintf(buf + used, len - used, "%s%s%s", used ? "|" : "",
 						 sk_dwarf_of_reg(c->ar, r) == col ? "same"
-									       : reg_name(c, r, tmp, sizeof(tmp)));
+									       : reg_name(c, r, tmp, sizeof(tmp)),
+						 st->r[r].flags & VF_PAC ? " (signed)" : "");
 	for (unsigned i = 0; i < st->nslots && used < len; i++)
-		if (v_eq(st->s[i].v, want))
-			used += (size_t)snprintf(buf + used, len - used, "%s[%s%+" PRId64 "]",
+		if (v_eq(st->s[i].v, want) || v_eq(st->s[i].v, signd))
+			used += (size_t)snprintf(buf + used, len - used, "%s[%s%+" PRId64 "]%s",
 						 used ? "|" : "", st->s[i].base ? "A" : "CFA",
-						 st->s[i].off);
+						 st->s[i].off, st->s[i].v.flags & VF_PAC ? " (signed)" : "");
 	if (!used)
 		snprintf(buf, len, "lost");
 }
@@ -1904,6 +2044,8 @@ static void compare_col(struct sctx *c, const struct state *st, const struct cfi
 	bool is_sp = col == sk_dwarf_of_reg(ar, ar->sp);
 	struct sk_val want = is_sp ? vk(V_CFA, 0) : v_caller(col);
 	struct sk_val cfa = vk(V_CFA, 0), v;
+	if (col == ar->ra_col)
+		want.flags |= ra_sign_flags(row->ra_sign); /* RA_SIGN_STATE */
 	out->v = VD_OK;
 	switch (r->kind) {
 	case BK_RULE_NONE:
@@ -1912,8 +2054,8 @@ static void compare_col(struct sctx *c, const struct state *st, const struct cfi
 			/* The caller's SP is the CFA unless a rule says so. */
 			return;
 		}
-		if (col == ar->ra_col) {
-			out->v = VD_NA;
+		if (col == ar->ra_col && sk_ra_reg(ar) == SK_NONE) {
+			out->v = VD_NA; /* the RA column is no register here */
 			out->why = CHK_SR_BAD_CFI;
 			return;
 		}
@@ -1970,6 +2112,9 @@ static void compare_col(struct sctx *c, const struct state *st, const struct cfi
 		out->why = CHK_SR_UNKNOWN_STATE;
 	if (out->v == VD_DIFF) {
 		rule_text(c, sec, r, out->row, sizeof(out->row));
+		if (col == ar->ra_col && row->ra_sign)
+			snprintf(out->row + strlen(out->row), sizeof(out->row) - strlen(out->row),
+				 "%s", ra_sign_text(row->ra_sign));
 		code_col(c, st, col, out->code, sizeof(out->code));
 	}
 }
@@ -2231,6 +2376,35 @@ static void edge(struct sctx *c, struct fn *f, const struct state *s, uint64_t t
 	merge_into(c, f, k, s);
 }
 
+/* An anchored table's targets: anchor + (entry << shift), entries of
+ * SIZE bytes, signed or not, 0..bound. */
+static void ijump_anchored(struct sctx *c, struct fn *f, const struct state *s, size_t j,
+			   const struct anch_table *t)
+{
+	const struct sk_insn *in = &f->d->in[j];
+	uint8_t e[8];
+	if (t->bound >= SK_MAX_TABLE || !t->size || t->size > 8) {
+		give_up(f, CHK_SR_INDIRECT_JUMP, in->addr, "jump table at 0x%" PRIx64 " too large",
+			t->table);
+		return;
+	}
+	for (uint32_t i = 0; i <= t->bound; i++) {
+		if (ldr_read_vaddr(c->im.ldr, t->table + (uint64_t)i * t->size, e, t->size)) {
+			give_up(f, CHK_SR_INDIRECT_JUMP, in->addr,
+				"jump table at 0x%" PRIx64 " not in the file", t->table);
+			return;
+		}
+		uint64_t x = base_rd_le(e, t->size);
+		if (t->sign && t->size < 8) {
+			unsigned sh = 64 - 8 * t->size;
+			x = (uint64_t)((int64_t)(x << sh) >> sh);
+		}
+		edge(c, f, s, t->anchor + (x << t->shift), in->addr);
+		if (f->give_up || c->nomem)
+			return;
+	}
+}
+
 /* An indirect jump: a jump table's targets, else a tail call or an
  * unresolved jump. */
 static void ijump(struct sctx *c, struct fn *f, const struct state *s, size_t j)
@@ -2239,8 +2413,12 @@ static void ijump(struct sctx *c, struct fn *f, const struct state *s, size_t j)
 	struct sk_val v = in->ijump_reg < SK_NREGS ? s->r[in->ijump_reg] : v_unknown;
 	unsigned size = v.reg & VT_SIZE;
 	bool rel = v.reg & VT_REL;
-	if (v.kind != V_TABLE || !((rel && size == 4) || (!rel && size == 8)) ||
-	    v.aux >= SK_MAX_TABLE) {
+	if (v.kind == V_TABLE && (v.reg & VT_ANCH) && v.aux < c->nanch) {
+		ijump_anchored(c, f, s, j, &c->anch[v.aux]);
+		return;
+	}
+	if (v.kind != V_TABLE || !((rel && size == 4) || (!rel && size == 8)) || v.flags ||
+	    (v.reg & VT_ANCH) || v.aux >= SK_MAX_TABLE) {
 		if (!f->unresolved_ijump) {
 			f->unresolved_ijump = true;
 			f->ijump_addr = in->addr;
@@ -2455,10 +2633,12 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 	for (unsigned i = 0; i < c->ar->ncmp; i++) {
 		unsigned col = c->ar->cmp_regs[i];
 		bool is_sp = col == sk_dwarf_of_reg(c->ar, c->ar->sp);
-		if (row->col[i].kind != BK_RULE_NONE && rl < sizeof(row_text)) {
+		bool signed_ra = col == c->ar->ra_col && row->ra_sign;
+		if ((row->col[i].kind != BK_RULE_NONE || signed_ra) && rl < sizeof(row_text)) {
 			rule_text(c, sec, &row->col[i], a, sizeof(a));
-			rl += (size_t)snprintf(row_text + rl, sizeof(row_text) - rl, " %s=%s",
-					       col_name(c, col, tmp, sizeof(tmp)), a);
+			rl += (size_t)snprintf(row_text + rl, sizeof(row_text) - rl, " %s=%s%s",
+					       col_name(c, col, tmp, sizeof(tmp)), a,
+					       signed_ra ? ra_sign_text(row->ra_sign) : "");
 		}
 		if (is_sp)
 			continue;
@@ -2483,7 +2663,10 @@ static int initial_state(struct sctx *c, const struct srow *row, bool from_row, 
 			if ((ar->callee_saved >> r) & 1)
 				s->r[r] = v_caller(sk_dwarf_of_reg(ar, r));
 		s->r[ar->sp] = vk(V_CFA, -ar->entry_cfa_off);
-		slot_store(s, 0, ar->ra_slot, 8, v_caller(ar->ra_col), true);
+		if (sk_ra_reg(ar) != SK_NONE)
+			s->r[sk_ra_reg(ar)] = v_caller(ar->ra_col);
+		else
+			slot_store(s, 0, ar->ra_slot, 8, v_caller(ar->ra_col), true);
 		return 0;
 	}
 	if (row->cfa.kind != BK_RULE_CFA_REG_OFFSET || sk_reg_of_dwarf(ar, row->cfa.reg) == SK_NONE)
@@ -2495,18 +2678,21 @@ static int initial_state(struct sctx *c, const struct srow *row, bool from_row, 
 		unsigned self = sk_reg_of_dwarf(ar, col);
 		if (col == sk_dwarf_of_reg(ar, ar->sp))
 			continue;
+		struct sk_val cv = v_caller(col);
+		if (col == ar->ra_col)
+			cv.flags |= ra_sign_flags(row->ra_sign);
 		switch (r->kind) {
 		case BK_RULE_NONE:
 		case BK_RULE_SAME_VALUE:
 			if (self != SK_NONE)
-				s->r[self] = v_caller(col);
+				s->r[self] = cv;
 			break;
 		case BK_RULE_OFFSET:
-			slot_store(s, 0, r->value, 8, v_caller(col), true);
+			slot_store(s, 0, r->value, 8, cv, true);
 			break;
 		case BK_RULE_REGISTER:
 			if (sk_reg_of_dwarf(ar, r->reg) != SK_NONE)
-				s->r[sk_reg_of_dwarf(ar, r->reg)] = v_caller(col);
+				s->r[sk_reg_of_dwarf(ar, r->reg)] = cv;
 			break;
 		default:
 			break;
@@ -2521,12 +2707,15 @@ static bool call_site_row(const struct sctx *c, const struct srow *row)
 {
 	const struct sk_arch *ar = c->ar;
 	if (row->cfa.kind != BK_RULE_CFA_REG_OFFSET || sk_reg_of_dwarf(ar, row->cfa.reg) != ar->sp ||
-	    row->cfa.value != ar->entry_cfa_off)
+	    row->cfa.value != ar->entry_cfa_off || row->ra_sign)
 		return false;
 	for (unsigned i = 0; i < ar->ncmp; i++) {
 		unsigned col = ar->cmp_regs[i];
 		const struct cfi_rule *r = &row->col[i];
-		if (col == ar->ra_col) {
+		if (col == ar->ra_col && sk_ra_reg(ar) != SK_NONE) {
+			if (r->kind != BK_RULE_NONE && r->kind != BK_RULE_SAME_VALUE)
+				return false;
+		} else if (col == ar->ra_col) {
 			if (r->kind != BK_RULE_OFFSET || r->value != ar->ra_slot)
 				return false;
 		} else if (r->kind != BK_RULE_NONE && r->kind != BK_RULE_SAME_VALUE) {
@@ -2910,7 +3099,7 @@ static void classify(struct sctx *c, struct fde_ent *fe)
 			base_free(row);
 			return;
 		}
-		struct srow sr = { .cfa = row->cfa };
+		struct srow sr = { .cfa = row->cfa, .ra_sign = row->ra_sign_state };
 		for (unsigned i = 0; i < c->ar->ncmp; i++) {
 			const struct cfi_rule *r = cfi_row_rule(row, c->ar->cmp_regs[i] == c->ar->ra_col
 								   ? (unsigned)cie.ra_reg
@@ -2927,6 +3116,7 @@ static const struct sk_arch *arch_semantics(enum bk_arch arch)
 {
 	switch (arch) {
 	case BK_ARCH_X86_64: return &chk_stack_x86_64;
+	case BK_ARCH_AARCH64: return &chk_stack_aarch64;
 	default: return NULL;
 	}
 }
@@ -2952,7 +3142,7 @@ int chk_stack_file(const char *path, const struct chk_stack_opts *opts,
 	struct srow *rows = NULL;
 	size_t caprows = 0;
 	if (!c->ar) {
-		report->unsupported = "the stack analysis knows x86-64 instructions only";
+		report->unsupported = "the stack analysis knows x86-64 and AArch64 instructions only";
 		err = BK_E_UNSUPPORTED;
 		goto out;
 	}

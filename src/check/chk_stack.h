@@ -1,6 +1,6 @@
 /* The seam between the stack analysis (chk_stack.c: paths, states, joins,
  * the comparison with the CFI rows) and one architecture's instruction
- * semantics (chk_stack_x86.c; an AArch64 file fills the same table).
+ * semantics (chk_stack_x86.c, chk_stack_aarch64.c: each fills the table).
  *
  * An architecture decodes one instruction into a struct sk_insn: its
  * length, how control leaves it (flow), and what it does to the registers
@@ -27,6 +27,13 @@
  *   SK_MOP_CMP      flags from the low WIDTH      cmp eax, 5; cmp sil, 3;
  *                   bytes of dst against src      cmp rsp, r11
  *                   (SK_NONE: imm)
+ *   SK_MOP_SHL      dst = dst << imm              (AArch64) add x1, x2, w1, sxtb #2
+ *   SK_MOP_SIGN     dst = dst signed, src the     (AArch64) paciasp: x30 with sp
+ *                   modifier (pointer authentication)
+ *   SK_MOP_AUTH     dst = dst authenticated       (AArch64) autiasp; xpaclri
+ *                   (SK_F_STRIP: stripped)
+ *
+ * SK_MOP_ZEXT with SK_F_SIGNED sign-extends the low imm bytes instead.
  *
  * Flags: SK_F_W32 (the write is 32 bits wide and zero-extends: the upper
  * half becomes 0), SK_F_SIGNED (a load sign-extends), SK_F_PUSH (a store
@@ -65,8 +72,8 @@
 #define SK_NREGS 48           /* abstract registers, SK_TMP included */
 #define SK_TMP (SK_NREGS - 1)
 #define SK_NONE 0xff
-#define SK_MAX_MOPS 4
-#define SK_MAX_CMP 8          /* registers compared with the rows */
+#define SK_MAX_MOPS 6
+#define SK_MAX_CMP 24         /* registers compared with the rows */
 
 enum sk_mop_kind {
 	SK_MOP_SET = 1,
@@ -82,11 +89,15 @@ enum sk_mop_kind {
 	SK_MOP_CMOV,
 	SK_MOP_ZEXT,
 	SK_MOP_CMP,
+	SK_MOP_SHL,
+	SK_MOP_SIGN,
+	SK_MOP_AUTH,
 };
 
 #define SK_F_W32 1
 #define SK_F_SIGNED 2
 #define SK_F_PUSH 4           /* a store of a push: the frame's save area */
+#define SK_F_STRIP 8          /* SK_MOP_AUTH: strip the signature, no check */
 
 /* A memory operand's base when the address is not one the analysis can
  * follow (segment-relative, 32-bit addressing). */
@@ -131,7 +142,14 @@ struct sk_insn {
 	uint8_t keeps_flags;  /* known not to write the flags (mov, lea, push, ...) */
 };
 
-/* One architecture. */
+/* One architecture. Where the return address is at a function's entry:
+ * in the register the RA column names when the map gives it one (AArch64:
+ * x30; the RA column's rule "same value" then means that register), else
+ * in memory at CFA + ra_slot (x86-64: column 16 is no register). A call
+ * gives that register a new value through the decoder's CLOBBER, not
+ * through call_clobbered. RA_SIGN_STATE (AArch64 pointer authentication)
+ * is compared as a property of the return address's value: signed by an
+ * SK_MOP_SIGN the code ran, or not. */
 struct sk_arch {
 	enum bk_arch arch;
 	unsigned sp, fp;          /* abstract registers */
@@ -150,6 +168,7 @@ struct sk_arch {
 	int64_t entry_cfa_off;    /* CFA - SP at a function's first instruction */
 	int64_t ra_slot;          /* the return address is at CFA + ra_slot at entry */
 	unsigned stack_align;     /* the CFA is a multiple of this (ABI) */
+	uint8_t table_sizes;      /* jump-table entry sizes the compilers use (bit = bytes) */
 	uint32_t reloc_jump_slot, reloc_glob_dat; /* GOT slots named by a symbol */
 	/* Open / close a decoder (may fail: BK_E_UNSUPPORTED without Capstone). */
 	int (*open)(void **dec);
@@ -174,6 +193,17 @@ static inline unsigned sk_dwarf_of_reg(const struct sk_arch *ar, unsigned reg)
 	return reg < ar->nregs ? ar->dwarf_of_reg_map[reg] : 0xffff;
 }
 
+/* The abstract register holding the return address at entry, or SK_NONE
+ * (it is on the stack at CFA + ra_slot). */
+static inline unsigned sk_ra_reg(const struct sk_arch *ar)
+{
+	return sk_reg_of_dwarf(ar, ar->ra_col);
+}
+
 BK_HIDDEN extern const struct sk_arch chk_stack_x86_64;
+BK_HIDDEN extern const struct sk_arch chk_stack_aarch64;
+/* AArch64 with every instruction decoded by Capstone (no fast path): the
+ * reference the fast path is tested against. */
+BK_HIDDEN extern const struct sk_arch chk_stack_aarch64_reference;
 
 #endif

@@ -744,6 +744,7 @@ const struct sk_arch chk_stack_x86_64 = {
 	.entry_cfa_off = 8,
 	.ra_slot = -8,
 	.stack_align = 16,
+	.table_sizes = 4 | 8,
 	.reloc_jump_slot = 7, /* R_X86_64_JUMP_SLOT */
 	.reloc_glob_dat = 6,  /* R_X86_64_GLOB_DAT */
 	.open = x86_open,

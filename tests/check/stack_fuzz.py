@@ -4,8 +4,11 @@
     stack_fuzz.py BACKSTEP SRCDIR [ROUNDS]
 
 Three programs (stack.S static; stack_plt.S as a shared object; a small
-C++ program with landing pads, g++ -O2) are damaged ROUNDS times each
-(default 150, a fixed seed): 1 to 8 bytes overwritten in .text, .eh_frame,
+C++ program with landing pads, g++ -O2), and for AArch64 stack_a64.S and
+the C++ program by aarch64-linux-gnu-g++ (required: scripts/setup.sh
+installs it), are damaged ROUNDS times each (default 150, a fixed seed):
+1 to 8 bytes overwritten (on AArch64, in .text, half the time a whole
+instruction word) in .text, .eh_frame,
 .eh_frame_hdr, .gcc_except_table, .rodata (jump tables) or anywhere. Each
 run must end by itself within its timeout with exit status 0 or 1 (the
 file reads, the analysis says what it found) or 2 with exactly one line on
@@ -76,6 +79,18 @@ try:
         subprocess.run(["g++", "-O2", "-o", cxx, "-x", "c++", "-"], input=CXX, check=True,
                        capture_output=True)
         progs.append(cxx)
+    a64 = set()
+    if not shutil.which("aarch64-linux-gnu-gcc") or not shutil.which("aarch64-linux-gnu-g++"):
+        check(False, "aarch64-linux-gnu-gcc/g++ not found (scripts/setup.sh installs them)")
+    else:
+        exe = os.path.join(tmp, "stack_a64")
+        subprocess.run(["aarch64-linux-gnu-gcc", "-nostdlib", "-static", "-o", exe,
+                        os.path.join(srcdir, "stack_a64.S")], check=True, capture_output=True)
+        cxx = os.path.join(tmp, "cxx_a64")
+        subprocess.run(["aarch64-linux-gnu-g++", "-O2", "-mbranch-protection=standard", "-o", cxx,
+                        "-x", "c++", "-"], input=CXX, check=True, capture_output=True)
+        progs += [exe, cxx]
+        a64 |= {exe, cxx}
     rng = random.Random(0x5eed)
     wanted = [".text", ".eh_frame", ".eh_frame_hdr", ".gcc_except_table", ".rodata", ".plt",
               ".text.unlikely"]
@@ -84,8 +99,13 @@ try:
         data = open(prog, "rb").read()
         secs = sections(prog)
         targets = [secs[n] for n in wanted if n in secs and secs[n][1] > 0]
+        text = secs.get(".text")
         for r in range(rounds):
             b = bytearray(data)
+            if prog in a64 and text and rng.random() < 0.5:
+                # a whole instruction word: any encoding, aligned
+                pos = text[0] + 4 * rng.randrange(text[1] // 4)
+                b[pos:pos + 4] = rng.getrandbits(32).to_bytes(4, "little")
             for _ in range(rng.randint(1, 8)):
                 if rng.random() < 0.9 and targets:
                     off, size = rng.choice(targets)
