@@ -386,7 +386,63 @@ int ldr_rel_link(const void *image, size_t len, struct ldr_rel_linked *out)
 	return 0;
 }
 
-int ldr_find_symbol(const struct ldr_elf *elf, const char *name, uint64_t *value)
+/* The GNU hash of NAME (the ELF extension's: h = h * 33 + c from 5381). */
+static uint32_t gnu_hash(const char *name)
+{
+	uint32_t h = 5381;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = h * 33 + *p;
+	return h;
+}
+
+/* NAME in dynamic symbol table SS (strings ST) through its .gnu.hash
+ * section GH: 1 found (*VALUE), 0 not there, -1 the table cannot be used
+ * (then the caller scans). The chain of the name's bucket is walked until
+ * its end bit, bounded by the table. */
+static int gnu_hash_find(const struct rel_img *im, const struct shdr *gh, const struct shdr *ss,
+			 const struct shdr *st, const char *name, uint64_t *value)
+{
+	const uint8_t *g = im->f + gh->off;
+	if (!im->is64 || gh->size < 16)
+		return -1;
+	uint32_t nbuckets = (uint32_t)base_rd_le(g, 4), symoffset = (uint32_t)base_rd_le(g + 4, 4);
+	uint32_t bloom_size = (uint32_t)base_rd_le(g + 8, 4), shift = (uint32_t)base_rd_le(g + 12, 4);
+	uint64_t nsyms = ss->size / 24;
+	uint64_t buckets_at = 16 + (uint64_t)bloom_size * 8, chain_at = buckets_at + (uint64_t)nbuckets * 4;
+	if (!nbuckets || !bloom_size || shift >= 64 || chain_at > gh->size || symoffset > nsyms)
+		return -1;
+	size_t nlen = strlen(name);
+	uint32_t h = gnu_hash(name);
+	uint64_t word = base_rd_le(g + 16 + (uint64_t)(h / 64 % bloom_size) * 8, 8);
+	if (!((word >> (h % 64)) & (word >> ((h >> shift) % 64)) & 1))
+		return 0; /* the Bloom filter says: not here */
+	uint32_t i = (uint32_t)base_rd_le(g + buckets_at + (uint64_t)(h % nbuckets) * 4, 4);
+	if (!i)
+		return 0;
+	if (i < symoffset)
+		return -1;
+	for (; i < nsyms; i++) {
+		uint64_t c = chain_at + (uint64_t)(i - symoffset) * 4;
+		if (c + 4 > gh->size)
+			return -1;
+		uint32_t ch = (uint32_t)base_rd_le(g + c, 4);
+		uint32_t sname;
+		uint16_t shndx;
+		uint64_t v;
+		if ((ch | 1) == (h | 1) && read_sym(im, ss, i, &sname, &shndx, &v) &&
+		    shndx != SHN_UNDEF && sname < st->size && st->size - sname > nlen &&
+		    memcmp(im->f + st->off + sname, name, nlen + 1) == 0) {
+			*value = v;
+			return 1;
+		}
+		if (ch & 1)
+			return 0; /* the end of the bucket's chain */
+	}
+	return -1;
+}
+
+int ldr_find_symbol(const struct ldr_elf *elf, const char *name, int64_t want_size,
+		    uint64_t *value)
 {
 	const uint8_t *f;
 	size_t flen;
@@ -403,6 +459,17 @@ int ldr_find_symbol(const struct ldr_elf *elf, const char *name, uint64_t *value
 			if (!read_shdr(&im, i, &ss) || ss.type != want || !read_shdr(&im, ss.link, &st) ||
 			    st.type != SHT_STRTAB)
 				continue;
+			/* A dynamic table with a GNU hash: looked up, not scanned. */
+			int found = -1;
+			for (size_t k = 1; want == SHT_DYNSYM && found < 0 && k < im.shnum; k++) {
+				struct shdr gh;
+				if (read_shdr(&im, k, &gh) && gh.type == SHT_GNU_HASH && gh.link == i)
+					found = gnu_hash_find(&im, &gh, &ss, &st, name, value);
+			}
+			if (found == 1)
+				return 0;
+			if (found == 0)
+				continue;
 			size_t symsize = im.is64 ? 24u : 16u;
 			for (uint64_t k = 1; ss.entsize == symsize && k < ss.size / symsize; k++) {
 				uint32_t sname;
@@ -410,6 +477,12 @@ int ldr_find_symbol(const struct ldr_elf *elf, const char *name, uint64_t *value
 				uint64_t v;
 				if (!read_sym(&im, &ss, k, &sname, &shndx, &v) || shndx == SHN_UNDEF ||
 				    sname >= st.size || st.size - sname <= nlen)
+					continue;
+				/* The size, in the entry, spares reading the names of
+				 * most symbols (a big .symtab's strings are megabytes). */
+				uint64_t size = base_rd_le(f + ss.off + k * symsize + (im.is64 ? 16 : 8),
+							   im.is64 ? 8 : 4);
+				if (want_size >= 0 && size && size != (uint64_t)want_size)
 					continue;
 				const char *s = (const char *)f + st.off + sname;
 				if (memcmp(s, name, nlen + 1) == 0) {

@@ -128,8 +128,12 @@ struct ldr_rel_linked {
 };
 BK_HIDDEN int ldr_rel_link(const void *image, size_t len, struct ldr_rel_linked *out);
 /* The st_value of the defined symbol NAME in ELF's .dynsym, else .symtab
- * (link-time). BK_E_NOT_FOUND. A linear scan: cold. */
-BK_HIDDEN int ldr_find_symbol(const struct ldr_elf *elf, const char *name, uint64_t *value);
+ * (link-time); WANT_SIZE >= 0: only a symbol of that st_size (or none
+ * given) is taken from a scanned table. BK_E_NOT_FOUND. .dynsym through
+ * its .gnu.hash when it has one; otherwise, and .symtab, scanned (names
+ * read only where the size fits). Cold. */
+BK_HIDDEN int ldr_find_symbol(const struct ldr_elf *elf, const char *name, int64_t want_size,
+			      uint64_t *value);
 
 /* Find and open the separate debug file of ELF:
  *   1. by build-id: DEBUG_ROOT/.build-id/xx/rest.debug

@@ -32,6 +32,7 @@
 #include "unwind.h"
 
 #define GJ_MAX_DESC 8
+#define GJ_DESC_SIZE 24 /* version, action_flag, two pointers */
 #define GJ_MAX_ENTRIES 100000u
 #define GJ_MAX_SYMFILE ((uint64_t)64 << 20)
 #define GJ_MAX_TOTAL ((uint64_t)1 << 30)
@@ -125,7 +126,8 @@ int bk_space_add_gdb_jit(struct bk_space *s, struct bk_gdb_jit_stats *stats)
 	for (size_t i = 0; i < s->nmods && nd < GJ_MAX_DESC; i++) {
 		const struct uw_module *m = &s->mods[i];
 		uint64_t v;
-		if (!m->elf || ldr_find_symbol(m->elf->ldr, "__jit_debug_descriptor", &v) != 0)
+		if (!m->elf || ldr_find_symbol(m->elf->ldr, "__jit_debug_descriptor", GJ_DESC_SIZE,
+					       &v) != 0)
 			continue;
 		uint64_t at = v + (uint64_t)m->bias;
 		bool seen = false;
