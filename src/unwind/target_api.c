@@ -124,6 +124,44 @@ static void file_problem(struct bk_target *bt, const char *path, int err)
 		add_problem(bt, "%s: cannot be used: %s", path, bk_strerror(err));
 }
 
+/* A JIT's jitdump: a file named jit-PID.dump, which the JIT maps (with
+ * PROT_EXEC) so that perf records where it is. */
+static bool is_jitdump(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (strncmp(base, "jit-", 4) != 0)
+		return false;
+	const char *p = base + 4, *digits = p;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return p > digits && strcmp(p, ".dump") == 0;
+}
+
+/* The jitdump M maps: its code's names, lines and .eh_frame sections for
+ * the space (bk_space_add_jitdump), read now, while the target is
+ * stopped; through /proc/PID/map_files when the path does not open. */
+static void add_jitdump(struct bk_target *bt, const struct tgt_mapping *m)
+{
+	struct bk_jitdump_stats st = { .size = sizeof(st) };
+	int err = bk_space_add_jitdump(bt->space, m->path, UINT64_MAX, &st);
+	if (err == BK_E_IO && bt->tgt->pid > 0) {
+		char alt[96];
+		snprintf(alt, sizeof(alt), "/proc/%d/map_files/%llx-%llx", bt->tgt->pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		err = bk_space_add_jitdump(bt->space, alt, UINT64_MAX, &st);
+	}
+	if (err)
+		add_problem(bt, "%s: jitdump not used: %s", m->path,
+			    err == BK_E_IO ? "cannot read it" : bk_strerror(err));
+	else if (st.unwinding_failed)
+		add_problem(bt, "%s: jitdump: %u of %u .eh_frame sections not used (%s)", m->path,
+			    st.unwinding_failed, st.unwinding_info, bk_strerror(st.first_error));
+	else if (st.first_error)
+		add_problem(bt, "%s: jitdump read up to a record that does not hold together (%s)",
+			    m->path, bk_strerror(st.first_error));
+}
+
 /* Group the map into modules and add them to the space. With ONLY_NEW, a
  * module the space already has (same start, same path) is kept as it is;
  * *ADDED (may be NULL) counts the modules added. */
@@ -144,6 +182,11 @@ static int add_modules(struct bk_target *bt, bool only_new, size_t *added)
 		/* A path ("/usr/lib/...", or a core's EXE as the user gave it), not
 		 * "[vdso]", "[stack]" or anonymous. */
 		bool is_file = first->path[0] && first->path[0] != '[';
+		if (exec && is_file && is_jitdump(first->path)) {
+			add_jitdump(bt, first);
+			i = j;
+			continue;
+		}
 		bool is_vdso = strcmp(first->path, "[vdso]") == 0;
 		if (exec && (is_file || is_vdso) && only_new) {
 			const struct uw_module *have = uw_space_find(s, first->start);

@@ -311,6 +311,29 @@ struct uw_image {
 };
 BK_HIDDEN int uw_image_open(const struct bk_module_image *d, struct uw_image *im);
 BK_HIDDEN int uw_image_add(struct bk_space *s, struct uw_image *im, const char *name);
+/* Register the .eh_frame DATA (LEN bytes; kept, not copied: it must outlive
+ * the registration), whose bytes were at ADDR in the target (its pcrel
+ * pointers are relative to there), for the code [START, END), under KEY
+ * (any unique pointer), as a module named NAME (copied). Every FDE must
+ * lie inside [START, END) (BK_E_NOT_FOUND); the terminator may be
+ * missing. Remove it by KEY. Cold. Errors as bk_space_register_eh_frame's. */
+BK_HIDDEN int uw_reg_add_eh(struct bk_space *s, const void *key, const uint8_t *data, size_t len,
+			    uint64_t addr, uint64_t start, uint64_t end, const char *name);
+BK_HIDDEN int uw_reg_remove_eh(struct bk_space *s, const void *key);
+/* ---- jitdump files (jitdump.c) ---- */
+/* What the jitdumps of S say of ADDR in their views: 1 and *OUT (strings
+ * live as long as S), or 0. */
+struct uw_jd_symbol {
+	const char *path;      /* the jitdump's, as added */
+	const char *name;
+	uint64_t start, end;
+	const char *file;      /* NULL: no debug entry */
+	uint32_t line, column;
+	uint32_t seq;          /* the entry's place in its file: which code it is */
+};
+BK_HIDDEN int uw_jitdump_symbol(const struct bk_space *s, uint64_t addr, struct uw_jd_symbol *out);
+/* Free S's jitdumps (after its registrations). */
+BK_HIDDEN void uw_jitdump_destroy(struct bk_space *s);
 /* Free every registration of S (cold: no walk may run). */
 BK_HIDDEN void uw_reg_destroy(struct bk_space *s);
 
@@ -406,6 +429,7 @@ struct bk_space {
 	 * process-wide one): user steppers, registered code. */
 	_Atomic(struct uw_steppers *) steppers;
 	_Atomic(struct uw_registry *) registry;
+	struct uw_jitdump *jitdumps; /* bk_space_add_jitdump (jitdump.c) */
 };
 
 static inline const struct uw_module *uw_reg_find(struct bk_space *s, uint64_t pc,
