@@ -31,7 +31,8 @@ struct uw_jd_reg {
 
 struct uw_jitdump {
 	struct uw_jitdump *next;
-	char *path;                /* as given: adding it again replaces it */
+	char *path;                /* its name (the path given, by default): adding
+				      it again replaces it */
 	struct ldr_jitdump *jd;
 	size_t view;               /* entries applied (a prefix of the file) */
 	struct uw_jd_reg *regs;    /* sorted by start, disjoint */
@@ -125,7 +126,13 @@ static void fill_stats(const struct uw_jitdump *j, struct bk_jitdump_stats *st)
 int bk_space_add_jitdump(struct bk_space *s, const char *path, uint64_t until,
 			 struct bk_jitdump_stats *stats)
 {
-	if (!s || !path || (stats && stats->size < sizeof(*stats)))
+	return uw_jitdump_add(s, path, path, until, stats);
+}
+
+int uw_jitdump_add(struct bk_space *s, const char *path, const char *name, uint64_t until,
+		   struct bk_jitdump_stats *stats)
+{
+	if (!s || !path || !name || (stats && stats->size < sizeof(*stats)))
 		return BK_E_INVAL;
 	if (s->local)
 		return BK_E_UNSUPPORTED;
@@ -138,7 +145,7 @@ int bk_space_add_jitdump(struct bk_space *s, const char *path, uint64_t until,
 		return BK_E_UNSUPPORTED; /* another architecture's code */
 	}
 	struct uw_jitdump *j = base_calloc(1, sizeof(*j));
-	if (!j || !(j->path = base_strdup(path)) || (err = ldr_jitdump_index(jd))) {
+	if (!j || !(j->path = base_strdup(name)) || (err = ldr_jitdump_index(jd))) {
 		if (j)
 			base_free(j->path);
 		base_free(j);
@@ -148,7 +155,7 @@ int bk_space_add_jitdump(struct bk_space *s, const char *path, uint64_t until,
 	/* The same file again (read anew: the JIT appended to it): the new
 	 * reading replaces the old one. */
 	for (struct uw_jitdump **pp = &s->jitdumps; *pp; pp = &(*pp)->next)
-		if (!strcmp((*pp)->path, path)) {
+		if (!strcmp((*pp)->path, name)) {
 			struct uw_jitdump *old = *pp;
 			*pp = old->next;
 			drop(s, old);

@@ -125,7 +125,8 @@ static void file_problem(struct bk_target *bt, const char *path, int err)
 }
 
 /* A JIT's jitdump: a file named jit-PID.dump, which the JIT maps (with
- * PROT_EXEC) so that perf records where it is. */
+ * PROT_EXEC) so that perf records where it is; " (deleted)" after it in
+ * a live process's map once it was removed. */
 static bool is_jitdump(const char *path)
 {
 	const char *base = strrchr(path, '/');
@@ -135,7 +136,7 @@ static bool is_jitdump(const char *path)
 	const char *p = base + 4, *digits = p;
 	while (*p >= '0' && *p <= '9')
 		p++;
-	return p > digits && strcmp(p, ".dump") == 0;
+	return p > digits && (strcmp(p, ".dump") == 0 || strcmp(p, ".dump (deleted)") == 0);
 }
 
 /* The jitdump M maps: its code's names, lines and .eh_frame sections for
@@ -143,23 +144,30 @@ static bool is_jitdump(const char *path)
  * stopped; through /proc/PID/map_files when the path does not open. */
 static void add_jitdump(struct bk_target *bt, const struct tgt_mapping *m)
 {
+	/* Named by its path, " (deleted)" left out. */
+	char name[4096];
+	size_t len = strlen(m->path);
+	static const char deleted[] = " (deleted)";
+	if (len >= sizeof(deleted) - 1 && !strcmp(m->path + len - (sizeof(deleted) - 1), deleted))
+		len -= sizeof(deleted) - 1;
+	snprintf(name, sizeof(name), "%.*s", (int)len, m->path);
 	struct bk_jitdump_stats st = { .size = sizeof(st) };
-	int err = bk_space_add_jitdump(bt->space, m->path, UINT64_MAX, &st);
+	int err = uw_jitdump_add(bt->space, m->path, name, UINT64_MAX, &st);
 	if (err == BK_E_IO && bt->tgt->pid > 0) {
 		char alt[96];
 		snprintf(alt, sizeof(alt), "/proc/%d/map_files/%llx-%llx", bt->tgt->pid,
 			 (unsigned long long)m->start, (unsigned long long)m->end);
-		err = bk_space_add_jitdump(bt->space, alt, UINT64_MAX, &st);
+		err = uw_jitdump_add(bt->space, alt, name, UINT64_MAX, &st);
 	}
 	if (err)
-		add_problem(bt, "%s: jitdump not used: %s", m->path,
+		add_problem(bt, "%s: jitdump not used: %s", name,
 			    err == BK_E_IO ? "cannot read it" : bk_strerror(err));
 	else if (st.unwinding_failed)
-		add_problem(bt, "%s: jitdump: %u of %u .eh_frame sections not used (%s)", m->path,
+		add_problem(bt, "%s: jitdump: %u of %u .eh_frame sections not used (%s)", name,
 			    st.unwinding_failed, st.unwinding_info, bk_strerror(st.first_error));
 	else if (st.first_error)
 		add_problem(bt, "%s: jitdump read up to a record that does not hold together (%s)",
-			    m->path, bk_strerror(st.first_error));
+			    name, bk_strerror(st.first_error));
 }
 
 /* Group the map into modules and add them to the space. With ONLY_NEW, a
@@ -182,7 +190,9 @@ static int add_modules(struct bk_target *bt, bool only_new, size_t *added)
 		/* A path ("/usr/lib/...", or a core's EXE as the user gave it), not
 		 * "[vdso]", "[stack]" or anonymous. */
 		bool is_file = first->path[0] && first->path[0] != '[';
-		if (exec && is_file && is_jitdump(first->path)) {
+		/* (Mapped executable by the JIT, for perf; a core may not say
+		 * how it was mapped.) */
+		if (is_file && is_jitdump(first->path)) {
 			add_jitdump(bt, first);
 			i = j;
 			continue;

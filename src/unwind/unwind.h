@@ -332,6 +332,10 @@ struct uw_jd_symbol {
 	uint32_t seq;          /* the entry's place in its file: which code it is */
 };
 BK_HIDDEN int uw_jitdump_symbol(const struct bk_space *s, uint64_t addr, struct uw_jd_symbol *out);
+/* bk_space_add_jitdump reading PATH for the jitdump named NAME (its
+ * modules' path; the one an added jitdump replaces). */
+BK_HIDDEN int uw_jitdump_add(struct bk_space *s, const char *path, const char *name,
+			     uint64_t until, struct bk_jitdump_stats *stats);
 /* Free S's jitdumps (after its registrations). */
 BK_HIDDEN void uw_jitdump_destroy(struct bk_space *s);
 /* Free every registration of S (cold: no walk may run). */
