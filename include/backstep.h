@@ -319,6 +319,9 @@ struct bk_jitdump_stats {
 	size_t size;            /* sizeof(struct bk_jitdump_stats) */
 	uint32_t pid;           /* the JIT's, from the header */
 	uint16_t machine;       /* e_machine */
+	uint64_t time;          /* the header's timestamp: when the file was made */
+	uint64_t flags;         /* the header's; bit 0: JITDUMP_FLAGS_ARCH_TIMESTAMP
+				   (a clock of the machine's own, such as the TSC) */
 	unsigned loads, moves;  /* JIT_CODE_LOAD and JIT_CODE_MOVE records */
 	unsigned debug_info;    /* JIT_CODE_DEBUG_INFO records used */
 	unsigned debug_info_dropped; /* ... that could not be read as written

@@ -257,6 +257,7 @@ int prof_add_attr(struct prof_reader *r, const uint8_t *a, size_t avail, const u
 	p.branch_sample_type = attr_field(a, size, 72, 8);
 	p.sample_regs_user = attr_field(a, size, 80, 8);
 	p.sample_stack_user = (uint32_t)attr_field(a, size, 88, 4);
+	p.clockid = p.flags >> 25 & 1 ? (int32_t)attr_field(a, size, 92, 4) : -1; /* use_clockid */
 	p.sample_regs_intr = attr_field(a, size, 96, 8);
 	/* Fields this reader cannot place make every later sample unreadable. */
 	if ((p.sample_type & ~PROF_SAMPLE_KNOWN) || (p.read_format & ~PROF_FORMAT_KNOWN))

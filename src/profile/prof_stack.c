@@ -39,12 +39,18 @@
  * a walk stopped early (the stack copy ended: BK_E_MEMORY; no module or
  * CFI: BK_E_NO_UNWIND; ...).
  *
+ * JIT code: a jitdump a process maps (perf's rule: a file jit-PID.dump in
+ * an MMAP record) is read into its space, as `perf inject --jit` would
+ * turn it into files ("JIT code: jitdumps" below).
+ *
  * Trusts its caller for: records in time order (the queue below), from one
  * reader.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "prof_stack.h"
 
@@ -96,10 +102,26 @@ struct pmod {
 	bool differs;          /* a hole: the file is not the one perf saw */
 };
 
+/* A jitdump the process mapped (perf finds it so: a file jit-PID.dump
+ * mapped with PROT_EXEC), read into its space (bk_space_add_jitdump): its
+ * code named with lines and unwound by its .eh_frame sections. TIMED: the
+ * recording's clock is the jitdump's, so the space sees the JIT's code as
+ * it was at each sample's time; else all of it. Read again when it grew
+ * (a live recording: the JIT appends while samples come). */
+struct pjit {
+	char *path;
+	bool timed, failed;
+	uint64_t size;         /* when last read */
+	uint64_t looked;       /* the sample time (or count) of the last look at the size */
+	uint64_t until;        /* the view now */
+};
+
 struct proc {
 	int32_t pid;
 	char comm[32];
 	struct bk_space *space;
+	struct pjit *jits;
+	size_t njits;
 	struct sample_mem mem;
 	struct pmod *mods;
 	size_t nmods, cap;
@@ -122,6 +144,7 @@ struct opened {
 
 struct prof_stacks {
 	enum bk_arch arch;
+	int32_t clockid;       /* of the samples' times (prof_stacks_set_clock) */
 	struct opened *files;  /* sorted by path */
 	size_t nfiles, capfiles;
 	struct proc **procs;   /* sorted by pid */
@@ -140,6 +163,7 @@ int prof_stacks_new(enum bk_arch arch, struct prof_stacks **out)
 	if (!p)
 		return BK_E_NOMEM;
 	p->arch = arch;
+	p->clockid = -1;
 	*out = p;
 	return 0;
 }
@@ -149,6 +173,9 @@ static void proc_free(struct proc *pr)
 	if (!pr)
 		return;
 	bk_space_destroy(pr->space);
+	for (size_t i = 0; i < pr->njits; i++)
+		free(pr->jits[i].path);
+	free(pr->jits);
 	for (size_t i = 0; i < pr->nmods; i++)
 		free(pr->mods[i].path);
 	free(pr->mods);
@@ -230,6 +257,11 @@ static struct bk_elf *file_open(struct prof_stacks *p, const char *path)
 	files[lo] = (struct opened){ copy, elf };
 	p->nfiles++;
 	return uw_elf_ref(elf);
+}
+
+void prof_stacks_set_clock(struct prof_stacks *p, int32_t clockid)
+{
+	p->clockid = clockid;
 }
 
 bool prof_stacks_image(struct prof_stacks *p, const char *path, const uint8_t **bytes,
@@ -366,6 +398,8 @@ static bool overlaps(const struct pmod *a, const struct pmod *b)
 	return a->start < b->end && b->start < a->end;
 }
 
+static void jit_read(struct prof_stacks *p, struct proc *pr, struct pjit *j);
+
 /* Make PR's space again from its log: each module no later entry (module
  * or hole) overlaps, in order, as the records placed them. Cold: a file
  * that differs was found after modules were added. */
@@ -390,6 +424,8 @@ static int proc_rebuild(struct prof_stacks *p, struct proc *pr)
 	bk_space_destroy(pr->space);
 	pr->space = ns;
 	pr->map = ++p->maps;
+	for (size_t i = 0; i < pr->njits; i++)
+		jit_read(p, pr, &pr->jits[i]);
 	return 0;
 }
 
@@ -517,6 +553,103 @@ static bool in_hole(const struct proc *pr, uint64_t addr)
 	return false;
 }
 
+/* ---- JIT code: jitdumps --------------------------------------------------- */
+
+#define JIT_CLOCK_SLACK ((uint64_t)10 * 1000000000u) /* ns: a jitdump made then */
+#define JIT_LOOK_EVERY ((uint64_t)50 * 1000000u)    /* ns of samples between looks */
+
+static bool is_jitdump(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (strncmp(base, "jit-", 4) != 0)
+		return false;
+	const char *q = base + 4, *digits = q;
+	while (*q >= '0' && *q <= '9')
+		q++;
+	return q > digits && strcmp(q, ".dump") == 0;
+}
+
+static uint64_t file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* J into PR's space, as of J->until. */
+static void jit_read(struct prof_stacks *p, struct proc *pr, struct pjit *j)
+{
+	(void)p;
+	if (j->failed)
+		return;
+	j->size = file_size(j->path);
+	if (bk_space_add_jitdump(pr->space, j->path, j->until, NULL) != 0)
+		j->failed = true;
+}
+
+/* PR mapped the jitdump PATH at time NOW (the recording's clock). The
+ * JIT made it just before: when its header's time is within
+ * JIT_CLOCK_SLACK of NOW in a recording on CLOCK_MONOTONIC (perf record
+ * -k mono, backstep record) and not an architecture's own clock, the two
+ * clocks are one, and the space follows the samples' time; otherwise
+ * (perf's default clock; node 20 stamps its jitdumps with the time of day
+ * in microseconds) all of it is taken, as for a live process. */
+static int proc_add_jitdump(struct prof_stacks *p, struct proc *pr, const char *path, uint64_t now)
+{
+	for (size_t i = 0; i < pr->njits; i++)
+		if (!strcmp(pr->jits[i].path, path))
+			return 0; /* mapped again (a second page): known */
+	struct pjit *v = realloc(pr->jits, (pr->njits + 1) * sizeof(*v));
+	if (!v)
+		return BK_E_NOMEM;
+	pr->jits = v;
+	struct pjit *j = &pr->jits[pr->njits];
+	*j = (struct pjit){ .path = strdup(path), .until = 0 };
+	if (!j->path)
+		return BK_E_NOMEM;
+	pr->njits++;
+	p->stats.jitdumps++;
+	j->size = file_size(path);
+	struct bk_jitdump_stats st = { .size = sizeof(st) };
+	if (bk_space_add_jitdump(pr->space, path, 0, &st) != 0) {
+		j->failed = true;
+		p->stats.jitdumps_unread++;
+		return 0;
+	}
+	uint64_t d = st.time > now ? st.time - now : now - st.time;
+	j->timed = p->clockid == CLOCK_MONOTONIC && !(st.flags & 1) && d < JIT_CLOCK_SLACK;
+	j->until = j->timed ? now : UINT64_MAX;
+	bk_space_jitdump_until(pr->space, j->until);
+	return 0;
+}
+
+/* Before walking a sample of PR at time NOW: each jitdump's view moved to
+ * NOW, and read again if it grew since (looked at every JIT_LOOK_EVERY of
+ * samples' time, or every 1024 samples without times). */
+static void jit_update(struct prof_stacks *p, struct proc *pr, uint64_t now)
+{
+	for (size_t i = 0; i < pr->njits; i++) {
+		struct pjit *j = &pr->jits[i];
+		if (j->failed)
+			continue;
+		uint64_t tick = now ? now : p->stats.samples * (JIT_LOOK_EVERY / 1024);
+		if (tick - j->looked >= JIT_LOOK_EVERY) {
+			j->looked = tick;
+			if (file_size(j->path) != j->size) {
+				if (j->timed)
+					j->until = now;
+				jit_read(p, pr, j);
+				p->stats.jitdump_reads++;
+				continue;
+			}
+		}
+		if (j->timed && now > j->until) {
+			j->until = now;
+			bk_space_jitdump_until(pr->space, now);
+		}
+	}
+}
+
 /* Mappings that are no file of code: perf names them in brackets or
  * gives anonymous memory a path of its own. */
 static bool is_file(const char *name)
@@ -542,6 +675,8 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 			return 0;
 		if (rec->pid < 0 || !(pr = proc_get(p, rec->pid)))
 			return rec->pid < 0 ? 0 : BK_E_NOMEM;
+		if (is_jitdump(rec->mmap.filename))
+			return proc_add_jitdump(p, pr, rec->mmap.filename, rec->time);
 		p->stats.modules++;
 		/* The image's lowest PT_LOAD is at file offset 0 in every layout
 		 * ld and lld make, so it is mapped PGOFF below this mapping. */
@@ -578,6 +713,18 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 				int err = proc_map(p, child, &pr->mods[i], elf);
 				if (err == BK_E_NOMEM)
 					return err;
+			}
+			/* And its JIT's code, as it was then. */
+			for (size_t i = 0; i < pr->njits; i++) {
+				struct pjit *v = realloc(child->jits, (child->njits + 1) * sizeof(*v));
+				char *path = v ? strdup(pr->jits[i].path) : NULL;
+				if (v)
+					child->jits = v;
+				if (!path)
+					return BK_E_NOMEM;
+				child->jits[child->njits] = pr->jits[i];
+				child->jits[child->njits].path = path;
+				jit_read(p, child, &child->jits[child->njits++]);
 			}
 		}
 		return 0;
@@ -617,6 +764,8 @@ int prof_stacks_walk(struct prof_stacks *p, const struct prof_record *rec, uint6
 	if (!pr && !(pr = proc_get(p, rec->pid))) /* samples of a process seen no MMAP of */
 		return BK_E_NOMEM;
 	w->comm = pr->comm;
+	if (pr->njits)
+		jit_update(p, pr, rec->time);
 	w->space = pr->space;
 	w->map = pr->map;
 	pr->mem = (struct sample_mem){ sp, s->stack ? s->stack_dyn_size : 0, s->stack, pr->space };

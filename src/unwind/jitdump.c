@@ -110,6 +110,8 @@ static void fill_stats(const struct uw_jitdump *j, struct bk_jitdump_stats *st)
 	st->size = size;
 	st->pid = jd->pid;
 	st->machine = jd->machine;
+	st->time = jd->time;
+	st->flags = jd->flags;
 	st->loads = (unsigned)jd->nloads;
 	st->moves = (unsigned)jd->nmoves;
 	st->debug_info = (unsigned)jd->ndebug;

@@ -9,8 +9,12 @@
  * with PROT_EXEC, which is how perf, and backstep, find it.
  *
  *   jitdump DIR block [nounwind]  park in pause() under J3 (prints ready)
- *   jitdump DIR busy SECONDS      spin in C under J3, calling in again and
- *                                 again, for SECONDS (a profile)
+ *   jitdump DIR busy SECONDS [relabel]
+ *                                 spin in C under J3, calling in again and
+ *                                 again, for SECONDS (a profile); relabel:
+ *                                 half-way, J3 loaded again at its address
+ *                                 as "js_J3_v2" (a JIT replacing code), the
+ *                                 time of that printed on stderr
  *
  * nounwind: the unwinding records are left out (names and lines only).
  * Every record is written with write(2) as it is made: a reader sees the
@@ -119,7 +123,32 @@ static void load(const uint8_t *at, uint32_t len, const char *name)
 	out(at, len);
 }
 
-static volatile sig_atomic_t stop;
+static const struct {
+	int off, len, line;
+	const uint8_t *insns;
+	size_t n;
+	const char *name;
+} fns[] = {
+	{ J1, J1_LEN, 10, cfa_j1, sizeof(cfa_j1), "js_J1" },
+	{ J2, J2_LEN, 20, cfa_j2, sizeof(cfa_j2), "js_J2" },
+	{ J3, J3_LEN, 30, cfa_j3, sizeof(cfa_j3), "js_J3" },
+};
+static bool unwinding_on;
+static uint8_t *code_mem;
+
+/* Function I's records, under NAME. */
+static void describe(size_t i, const char *name)
+{
+	if (unwinding_on)
+		unwinding(code_mem + fns[i].off, (uint32_t)fns[i].len, fns[i].insns, fns[i].n);
+	debug_info(code_mem + fns[i].off, (uint32_t)fns[i].line);
+	load(code_mem + fns[i].off, (uint32_t)fns[i].len, name);
+}
+
+static void load_j3(const char *name)
+{
+	describe(2, name);
+}
 static double busy_seconds;
 
 NOINLINE static void js_callback(void)
@@ -139,14 +168,24 @@ NOINLINE static void js_callback(void)
 	KEEP();
 }
 
+static bool relabel;
+
 NOINLINE static void enter(void (*j1)(void (*)(void)))
 {
 	if (busy_seconds == 0) {
 		j1(js_callback);
 	} else {
-		uint64_t end = now() + (uint64_t)(busy_seconds * 1e9);
-		while (now() < end)
+		uint64_t start = now(), end = start + (uint64_t)(busy_seconds * 1e9);
+		bool relabelled = false;
+		while (now() < end) {
+			if (relabel && !relabelled && now() >= start + (end - start) / 2) {
+				relabelled = true;
+				uint64_t t = now();
+				load_j3("js_J3_v2");
+				fprintf(stderr, "relabelled %llu\n", (unsigned long long)t);
+			}
 			j1(js_callback);
+		}
 	}
 	KEEP();
 }
@@ -154,10 +193,12 @@ NOINLINE static void enter(void (*j1)(void (*)(void)))
 int main(int argc, char **argv)
 {
 	if (argc < 3)
-		live_die("usage: jitdump DIR block [nounwind] | jitdump DIR busy SECONDS");
+		live_die("usage: jitdump DIR block [nounwind] | jitdump DIR busy SECONDS [relabel]");
 	bool unwind = !(argc > 3 && strcmp(argv[3], "nounwind") == 0);
-	if (strcmp(argv[2], "busy") == 0)
+	if (strcmp(argv[2], "busy") == 0) {
 		busy_seconds = argc > 3 ? atof(argv[3]) : 1;
+		relabel = argc > 4 && strcmp(argv[4], "relabel") == 0;
+	}
 	long page = sysconf(_SC_PAGESIZE);
 	uint8_t *mem = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			    -1, 0);
@@ -175,22 +216,10 @@ int main(int argc, char **argv)
 	 * names the file); a reader of the process's map finds it so too. */
 	if (mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED)
 		live_die("mmap jitdump");
-	static const struct {
-		int off, len, line;
-		const uint8_t *insns;
-		size_t n;
-		const char *name;
-	} fns[] = {
-		{ J1, J1_LEN, 10, cfa_j1, sizeof(cfa_j1), "js_J1" },
-		{ J2, J2_LEN, 20, cfa_j2, sizeof(cfa_j2), "js_J2" },
-		{ J3, J3_LEN, 30, cfa_j3, sizeof(cfa_j3), "js_J3" },
-	};
-	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
-		if (unwind)
-			unwinding(mem + fns[i].off, (uint32_t)fns[i].len, fns[i].insns, fns[i].n);
-		debug_info(mem + fns[i].off, (uint32_t)fns[i].line);
-		load(mem + fns[i].off, (uint32_t)fns[i].len, fns[i].name);
-	}
+	code_mem = mem;
+	unwinding_on = unwind;
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+		describe(i, fns[i].name);
 	if (mprotect(mem, (size_t)page, PROT_READ | PROT_EXEC) != 0)
 		live_die("mprotect");
 	void (*j1)(void (*)(void));
