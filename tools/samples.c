@@ -687,10 +687,12 @@ static uint32_t frame_key(struct smp *s, const struct prof_walk *w, int32_t pid,
 			  uint8_t tag)
 {
 	uint64_t map = w ? w->map : 0;
-	/* JIT code a jitdump describes: which code is there (at the sample's
-	 * time) is part of the key. */
+	/* JIT code a jitdump describes (outside every file: V8 also lists its
+	 * builtins, which its executable's symbols name): which code is there
+	 * at the sample's time is part of the key. */
 	struct uw_jd_symbol jd;
 	bool is_jit = !(tag & TAG_KERNEL) && w && w->space && w->space->jitdumps &&
+		      !uw_space_find(w->space, tag ? pc : pc - 1) &&
 		      uw_jitdump_symbol(w->space, tag ? pc : pc - 1, &jd);
 	uint32_t jit = is_jit ? jd.seq + 1 : 0;
 	if ((s->nids + 1) * 2 > s->tabcap && !tab_grow(s))
