@@ -480,6 +480,7 @@ int ldr_jitdump_read(const struct ldr_jd_source *s, struct ldr_jitdump **out)
 		off += size;
 	}
 	jd->end_off = off;
+	jd->file_len = s->len;
 	if (err == BK_E_NOMEM || (err && !jd->records)) {
 		ldr_jitdump_free(jd);
 		return err;

@@ -232,6 +232,7 @@ struct ldr_jitdump {
 	bool truncated, closed, limit;  /* cut at the end; a CLOSE record; a count bound */
 	int error;             /* the record that did not hold together (reading ended) */
 	uint64_t end_off;      /* where the reading ended */
+	uint64_t file_len;     /* the source's length when read */
 	/* Private to ldr_jitdump.c. */
 	size_t capcode, caplines, idxcap, idxn;
 	uint32_t *idx, *by_start;

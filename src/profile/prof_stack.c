@@ -583,6 +583,7 @@ static void jit_read(struct prof_stacks *p, struct proc *pr, struct pjit *j)
 	if (j->failed)
 		return;
 	j->size = file_size(j->path);
+	/* (Of the same size, the reading stands: only its view moves.) */
 	if (bk_space_add_jitdump(pr->space, j->path, j->until, NULL) != 0)
 		j->failed = true;
 }

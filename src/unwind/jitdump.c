@@ -19,6 +19,7 @@
  * file and allocates; no walk may run meanwhile.
  */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "unwind.h"
 
@@ -128,16 +129,29 @@ static void fill_stats(const struct uw_jitdump *j, struct bk_jitdump_stats *st)
 int bk_space_add_jitdump(struct bk_space *s, const char *path, uint64_t until,
 			 struct bk_jitdump_stats *stats)
 {
-	return uw_jitdump_add(s, path, path, until, stats);
+	return uw_jitdump_add(s, path, path, until, stats, NULL);
 }
 
 int uw_jitdump_add(struct bk_space *s, const char *path, const char *name, uint64_t until,
-		   struct bk_jitdump_stats *stats)
+		   struct bk_jitdump_stats *stats, bool *reread)
 {
+	if (reread)
+		*reread = false;
 	if (!s || !path || !name || (stats && stats->size < sizeof(*stats)))
 		return BK_E_INVAL;
 	if (s->local)
 		return BK_E_UNSUPPORTED;
+	/* The same file again, of the size it had: nothing was appended since
+	 * (a JIT only appends): the reading stands, its view moved. */
+	struct stat fst;
+	for (struct uw_jitdump *o = s->jitdumps; o; o = o->next)
+		if (!strcmp(o->path, name) && stat(path, &fst) == 0 && S_ISREG(fst.st_mode) &&
+		    (uint64_t)fst.st_size == o->jd->file_len) {
+			advance(s, o, until);
+			if (stats)
+				fill_stats(o, stats);
+			return 0;
+		}
 	struct ldr_jitdump *jd;
 	int err = ldr_jitdump_open(path, &jd);
 	if (err)
@@ -169,6 +183,8 @@ int uw_jitdump_add(struct bk_space *s, const char *path, const char *name, uint6
 	advance(s, j, until);
 	if (stats)
 		fill_stats(j, stats);
+	if (reread)
+		*reread = true;
 	return 0;
 }
 
@@ -191,6 +207,17 @@ int uw_jitdump_symbol(const struct bk_space *s, uint64_t addr, struct uw_jd_symb
 		return 1;
 	}
 	return 0;
+}
+
+void uw_jitdump_each(const struct bk_space *s,
+		     void (*fn)(void *ctx, uint64_t start, uint64_t end, const char *path), void *ctx)
+{
+	for (const struct uw_jitdump *j = s->jitdumps; j; j = j->next)
+		for (size_t i = 0; i < j->view; i++) {
+			const struct ldr_jd_code *c = &j->jd->code[i];
+			if (c->end > c->start && ldr_jitdump_at(j->jd, c->start, j->view) == c)
+				fn(ctx, c->start, c->end, j->path);
+		}
 }
 
 void uw_jitdump_destroy(struct bk_space *s)

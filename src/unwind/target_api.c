@@ -142,7 +142,7 @@ static bool is_jitdump(const char *path)
 /* The jitdump M maps: its code's names, lines and .eh_frame sections for
  * the space (bk_space_add_jitdump), read now, while the target is
  * stopped; through /proc/PID/map_files when the path does not open. */
-static void add_jitdump(struct bk_target *bt, const struct tgt_mapping *m)
+static void add_jitdump(struct bk_target *bt, const struct tgt_mapping *m, size_t *added)
 {
 	/* Named by its path, " (deleted)" left out. */
 	char name[4096];
@@ -152,13 +152,18 @@ static void add_jitdump(struct bk_target *bt, const struct tgt_mapping *m)
 		len -= sizeof(deleted) - 1;
 	snprintf(name, sizeof(name), "%.*s", (int)len, m->path);
 	struct bk_jitdump_stats st = { .size = sizeof(st) };
-	int err = uw_jitdump_add(bt->space, m->path, name, UINT64_MAX, &st);
+	bool reread = false;
+	int err = uw_jitdump_add(bt->space, m->path, name, UINT64_MAX, &st, &reread);
 	if (err == BK_E_IO && bt->tgt->pid > 0) {
 		char alt[96];
 		snprintf(alt, sizeof(alt), "/proc/%d/map_files/%llx-%llx", bt->tgt->pid,
 			 (unsigned long long)m->start, (unsigned long long)m->end);
-		err = uw_jitdump_add(bt->space, alt, name, UINT64_MAX, &st);
+		err = uw_jitdump_add(bt->space, alt, name, UINT64_MAX, &st, &reread);
 	}
+	/* New code described: the caller's "modules added" (a validator sets
+	 * its entry breakpoints again). */
+	if (reread && added)
+		++*added;
 	if (err)
 		add_problem(bt, "%s: jitdump not used: %s", name,
 			    err == BK_E_IO ? "cannot read it" : bk_strerror(err));
@@ -193,7 +198,7 @@ static int add_modules(struct bk_target *bt, bool only_new, size_t *added)
 		/* (Mapped executable by the JIT, for perf; a core may not say
 		 * how it was mapped.) */
 		if (is_file && is_jitdump(first->path)) {
-			add_jitdump(bt, first);
+			add_jitdump(bt, first, added);
 			i = j;
 			continue;
 		}

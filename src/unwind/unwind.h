@@ -332,12 +332,24 @@ struct uw_jd_symbol {
 	uint32_t seq;          /* the entry's place in its file: which code it is */
 };
 BK_HIDDEN int uw_jitdump_symbol(const struct bk_space *s, uint64_t addr, struct uw_jd_symbol *out);
+/* FN for each piece of code S's jitdumps describe now (in their views, not
+ * replaced by later code at its start): its range and the jitdump's path. */
+BK_HIDDEN void uw_jitdump_each(const struct bk_space *s,
+			       void (*fn)(void *ctx, uint64_t start, uint64_t end, const char *path),
+			       void *ctx);
 /* bk_space_add_jitdump reading PATH for the jitdump named NAME (its
- * modules' path; the one an added jitdump replaces). */
+ * modules' path; the one an added jitdump replaces; one of the size the
+ * file still has is not read again). *REREAD (may be NULL): the file was
+ * read (new, or grown). */
 BK_HIDDEN int uw_jitdump_add(struct bk_space *s, const char *path, const char *name,
-			     uint64_t until, struct bk_jitdump_stats *stats);
+			     uint64_t until, struct bk_jitdump_stats *stats, bool *reread);
 /* Free S's jitdumps (after its registrations). */
 BK_HIDDEN void uw_jitdump_destroy(struct bk_space *s);
+/* The CFI row a walk would use at runtime address PC of S (registered
+ * code first, then the module's tables in order): 0, BK_E_NOT_FOUND (no
+ * module, or no FDE covers PC), BK_E_NO_UNWIND (the module has no
+ * tables), or the decoder's error. Cold (a validator's report). */
+BK_HIDDEN int uw_space_row_at(struct bk_space *s, uint64_t pc, struct bk_row *row);
 /* Free every registration of S (cold: no walk may run). */
 BK_HIDDEN void uw_reg_destroy(struct bk_space *s);
 

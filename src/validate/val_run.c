@@ -445,15 +445,13 @@ static void rule_text(enum bk_arch arch, const struct bk_rule *rule, char *buf, 
  * FDE covers PC. */
 static char *row_at(struct run *r, uint64_t pc, bool *nocfi)
 {
-	const struct uw_module *m = uw_space_find(r->space, pc);
 	*nocfi = true;
-	if (!m)
+	struct bk_module_info mi;
+	if (bk_space_module_at(r->space, pc, &mi) != 0)
 		return base_strdup("no module");
+	/* Registered code (a jitdump's) first, as the walk finds it. */
 	struct bk_row row;
-	uint64_t link = pc - (uint64_t)m->bias;
-	int err = m->elf ? bk_elf_row_at(m->elf, link, &row) : BK_E_NO_UNWIND;
-	if (err && m->debug)
-		err = bk_elf_row_at(m->debug, link, &row);
+	int err = uw_space_row_at(r->space, pc, &row);
 	char buf[1024];
 	*nocfi = err == BK_E_NOT_FOUND || err == BK_E_NO_UNWIND;
 	if (err) {
@@ -536,11 +534,25 @@ static const char *base_name(const char *p)
 }
 
 /* Is --only NAME a module? A path, a shared object's file name, the
- * executable's file name or "[vdso]"; any other name is a function. */
+ * executable's file name, "[vdso]" or "[jit]" (JIT code a jitdump
+ * describes); any other name is a function. */
 static bool names_a_module(const struct run *r, const char *name)
 {
 	return strchr(name, '/') || strstr(name, ".so") || !strcmp(name, "[vdso]") ||
-	       (r->exe_path && !strcmp(name, base_name(r->exe_path)));
+	       !strcmp(name, "[jit]") || (r->exe_path && !strcmp(name, base_name(r->exe_path)));
+}
+
+/* A module of JIT code: named by its jitdump (jit-PID.dump). */
+static bool is_jit_module(const char *path)
+{
+	const char *b = base_name(path);
+	if (strncmp(b, "jit-", 4))
+		return false;
+	b += 4;
+	const char *digits = b;
+	while (*b >= '0' && *b <= '9')
+		b++;
+	return b > digits && !strcmp(b, ".dump");
 }
 
 /* Does module NAME name module PATH? A file name matches the path's last
@@ -552,6 +564,8 @@ static bool names_module(const char *name, const char *path)
 		return false;
 	if (!strcmp(name, path))
 		return true;
+	if (!strcmp(name, "[jit]"))
+		return is_jit_module(path);
 	if (strchr(name, '/'))
 		return false;
 	const char *b = base_name(path);
@@ -715,6 +729,21 @@ static void module_entries(struct run *r, const struct uw_module *m, bool whole,
 	base_free(a.v);
 }
 
+/* JIT code is entered at the start of each piece a jitdump describes. */
+struct jit_entries {
+	struct run *r;
+	struct bp_list *out;
+};
+
+static void jit_entry(void *ctx, uint64_t start, uint64_t end, const char *path)
+{
+	struct jit_entries *je = ctx;
+	(void)end;
+	(void)path;
+	if (is_checked(je->r, start))
+		bp_list_add(je->out, start, start, BP_ENTRY);
+}
+
 /* (Re)build the entry and escape breakpoints from the modules now known:
  * kept where they were, set where new, forgotten where their module went
  * (its memory is not ours to write any more). */
@@ -739,6 +768,8 @@ static void rebuild_bps(struct run *r)
 			whole = names_a_module(r, r->o->only[k]) && names_module(r->o->only[k], m->path);
 		module_entries(r, m, whole, fnames, nfn, &l);
 	}
+	struct jit_entries je = { r, &l };
+	uw_jitdump_each(r->space, jit_entry, &je);
 	if (l.n)
 		qsort(l.v, l.n, sizeof(*l.v), cmp_bp);
 	size_t n = 0;
@@ -1198,8 +1229,13 @@ static void on_syscall_stop(struct run *r, struct thread *t, const struct val_ev
 		t->sigreturning = ev->nr == r->arch->nr_rt_sigreturn;
 	} else if (maps_call(r, ev->nr)) {
 		/* At the exit: read at the entry, the map could be re-read
-		 * (for another thread) before the change is made. */
+		 * (for another thread) before the change is made. Read now:
+		 * code this free thread maps and then runs (a JIT's, which
+		 * its jitdump describes) needs its entry breakpoints before
+		 * the thread goes on. */
 		r->maps_dirty = true;
+		if (r->space)
+			refresh_modules(r);
 	} else if (t->sigreturning) {
 		struct bk_regs u;
 		if (r->dops->regs(r->d, t->tid, &u) != 0)

@@ -16,6 +16,12 @@
  *                                 as "js_J3_v2" (a JIT replacing code), the
  *                                 time of that printed on stderr
  *
+ *   jitdump DIR calls N [lie]     call J1 N times, the callback returning at
+ *                                 once, and exit (backstep validate); lie:
+ *                                 J2's unwinding record says its frame is
+ *                                 24 bytes where it is 32 (from its sub to
+ *                                 its add), which a validator must catch
+ *
  * nounwind: the unwinding records are left out (names and lines only).
  * Every record is written with write(2) as it is made: a reader sees the
  * whole file at any stop (V8 buffers it through stdio). */
@@ -135,12 +141,18 @@ static const struct {
 };
 static bool unwinding_on;
 static uint8_t *code_mem;
+static uint8_t j2_frame = 32; /* J2's CFA offset from its sub to its add */
 
 /* Function I's records, under NAME. */
 static void describe(size_t i, const char *name)
 {
-	if (unwinding_on)
-		unwinding(code_mem + fns[i].off, (uint32_t)fns[i].len, fns[i].insns, fns[i].n);
+	if (unwinding_on) {
+		uint8_t insns[64];
+		memcpy(insns, fns[i].insns, fns[i].n);
+		if (fns[i].off == J2 && insns[0] == 0x44 && insns[1] == 0x0e)
+			insns[2] = j2_frame; /* DW_CFA_advance_loc 4; DW_CFA_def_cfa_offset */
+		unwinding(code_mem + fns[i].off, (uint32_t)fns[i].len, insns, fns[i].n);
+	}
 	debug_info(code_mem + fns[i].off, (uint32_t)fns[i].line);
 	load(code_mem + fns[i].off, (uint32_t)fns[i].len, name);
 }
@@ -150,10 +162,13 @@ static void load_j3(const char *name)
 	describe(2, name);
 }
 static double busy_seconds;
+static long calls;
 
 NOINLINE static void js_callback(void)
 {
 	static int said;
+	if (calls)
+		return;
 	if (!said++)
 		live_ready();
 	if (busy_seconds == 0) {
@@ -172,7 +187,10 @@ static bool relabel;
 
 NOINLINE static void enter(void (*j1)(void (*)(void)))
 {
-	if (busy_seconds == 0) {
+	if (calls) {
+		for (long i = 0; i < calls; i++)
+			j1(js_callback);
+	} else if (busy_seconds == 0) {
 		j1(js_callback);
 	} else {
 		uint64_t start = now(), end = start + (uint64_t)(busy_seconds * 1e9);
@@ -193,8 +211,17 @@ NOINLINE static void enter(void (*j1)(void (*)(void)))
 int main(int argc, char **argv)
 {
 	if (argc < 3)
-		live_die("usage: jitdump DIR block [nounwind] | jitdump DIR busy SECONDS [relabel]");
+		live_die("usage: jitdump DIR block [nounwind] | busy SECONDS [relabel] | "
+			 "calls N [lie]");
 	bool unwind = !(argc > 3 && strcmp(argv[3], "nounwind") == 0);
+	bool lie = false;
+	if (strcmp(argv[2], "calls") == 0) {
+		calls = argc > 3 ? atol(argv[3]) : 1;
+		if (calls < 1)
+			calls = 1;
+		lie = argc > 4 && strcmp(argv[4], "lie") == 0;
+		unwind = true;
+	}
 	if (strcmp(argv[2], "busy") == 0) {
 		busy_seconds = argc > 3 ? atof(argv[3]) : 1;
 		relabel = argc > 4 && strcmp(argv[4], "relabel") == 0;
@@ -218,6 +245,8 @@ int main(int argc, char **argv)
 		live_die("mmap jitdump");
 	code_mem = mem;
 	unwinding_on = unwind;
+	if (lie)
+		j2_frame = 24;
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
 		describe(i, fns[i].name);
 	if (mprotect(mem, (size_t)page, PROT_READ | PROT_EXEC) != 0)
