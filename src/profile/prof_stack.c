@@ -100,6 +100,8 @@ struct pmod {
 	char *path;
 	bool checked;          /* its build-id was held against a recorded one */
 	bool differs;          /* a hole: the file is not the one perf saw */
+	bool gone;             /* no file: anonymous memory mapped over what was
+				  there (a JIT's code where ld.so.cache was) */
 };
 
 /* A jitdump the process mapped (perf finds it so: a file jit-PID.dump
@@ -410,7 +412,7 @@ static int proc_rebuild(struct prof_stacks *p, struct proc *pr)
 		return BK_E_NOMEM;
 	for (size_t i = 0; i < pr->nmods; i++) {
 		const struct pmod *m = &pr->mods[i];
-		bool replaced = m->differs;
+		bool replaced = m->differs || m->gone;
 		for (size_t j = i + 1; j < pr->nmods && !replaced; j++)
 			replaced = overlaps(m, &pr->mods[j]);
 		if (replaced)
@@ -456,7 +458,7 @@ static int proc_map(struct prof_stacks *p, struct proc *pr, const struct pmod *m
 		return err;
 	}
 	pr->map = ++p->maps;
-	if (!m->differs)
+	if (!m->differs && !m->gone)
 		return uw_space_add(pr->space, m->start, m->end, m->base, m->path, elf);
 	bk_elf_close(elf);
 	for (size_t i = 0; i < pr->space->nmods; i++) {
@@ -475,7 +477,7 @@ static int proc_add_module(struct prof_stacks *p, struct proc *pr, uint64_t star
 {
 	if (end <= start)
 		return BK_E_INVAL;
-	struct pmod m = { start, end, base, (char *)path, false, false };
+	struct pmod m = { .start = start, .end = end, .base = base, .path = (char *)path };
 	struct bk_elf *elf = file_open(p, path); /* a module without a file still has a name */
 	const struct rec_bid *rb = len ? NULL : recorded_bid(p, path);
 	if (rb) {
@@ -548,8 +550,15 @@ static bool in_hole(const struct proc *pr, uint64_t addr)
 	if (uw_space_find(pr->space, addr))
 		return false;
 	for (size_t i = 0; i < pr->nmods; i++)
-		if (pr->mods[i].differs && addr - pr->mods[i].start < pr->mods[i].end - pr->mods[i].start)
-			return true;
+		if (pr->mods[i].differs && addr - pr->mods[i].start < pr->mods[i].end - pr->mods[i].start) {
+			/* ... and not mapped over since by anything else */
+			bool over = false;
+			for (size_t k = i + 1; k < pr->nmods && !over; k++)
+				over = overlaps(&pr->mods[i], &pr->mods[k]) &&
+				       addr - pr->mods[k].start < pr->mods[k].end - pr->mods[k].start;
+			if (!over)
+				return true;
+		}
 	return false;
 }
 
@@ -659,6 +668,28 @@ static bool is_file(const char *name)
 	       strncmp(name, "/dev/", 5);
 }
 
+/* A mapping of no file (anonymous memory: a JIT's code; a heap) of a
+ * process we know: what it overlaps is gone (perf records no munmap, and
+ * ld.so maps ld.so.cache, reads it and unmaps it, so a JIT's first code
+ * often lands where that "module" was: its frames were named by it and
+ * its perf map and jitdump never asked). */
+static int anon_mapping(struct prof_stacks *p, const struct prof_record *rec)
+{
+	struct proc *pr = rec->pid >= 0 ? proc_find(p, rec->pid) : NULL;
+	if (!pr || rec->mmap.len == 0 || rec->mmap.addr + rec->mmap.len < rec->mmap.addr)
+		return 0;
+	struct pmod m = { .start = rec->mmap.addr, .end = rec->mmap.addr + rec->mmap.len,
+			  .path = (char *)rec->mmap.filename, .gone = true };
+	bool hit = false;
+	for (size_t i = 0; i < pr->space->nmods && !hit; i++)
+		hit = pr->space->mods[i].start < m.end && m.start < pr->space->mods[i].end;
+	for (size_t i = 0; i < pr->nmods && !hit; i++)
+		hit = pr->mods[i].differs && overlaps(&pr->mods[i], &m);
+	if (!hit)
+		return 0; /* nothing to forget: not logged */
+	return proc_map(p, pr, &m, NULL);
+}
+
 int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 {
 	struct proc *pr;
@@ -669,10 +700,11 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 		 * exec replaces it: ld.so maps a library's whole extent read-only
 		 * first, and when the ring buffer overflowed (LOST) that may be
 		 * all a recording has of it. */
-		if ((!is_file(rec->mmap.filename) && strcmp(rec->mmap.filename, "[vdso]")) ||
-		    (((rec->misc & PROF_MISC_MMAP_DATA) ||
-		      (rec->mmap.mmap2 && !(rec->mmap.prot & 4 /* PROT_EXEC */))) &&
-		     rec->mmap.pgoff != 0))
+		if (!is_file(rec->mmap.filename) && strcmp(rec->mmap.filename, "[vdso]"))
+			return anon_mapping(p, rec);
+		if (((rec->misc & PROF_MISC_MMAP_DATA) ||
+		     (rec->mmap.mmap2 && !(rec->mmap.prot & 4 /* PROT_EXEC */))) &&
+		    rec->mmap.pgoff != 0)
 			return 0;
 		if (rec->pid < 0 || !(pr = proc_get(p, rec->pid)))
 			return rec->pid < 0 ? 0 : BK_E_NOMEM;
