@@ -508,6 +508,18 @@ void ldr_jitdump_free(struct ldr_jitdump *jd)
 	base_free(jd);
 }
 
+bool ldr_jitdump_name(const char *path, bool deleted)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (strncmp(base, "jit-", 4) != 0)
+		return false;
+	const char *p = base + 4, *digits = p;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return p > digits && (!strcmp(p, ".dump") || (deleted && !strcmp(p, ".dump (deleted)")));
+}
+
 /* ---- Sources ------------------------------------------------------------ */
 
 static int mem_read(void *ctx, uint64_t off, void *dst, size_t len)
@@ -542,16 +554,11 @@ static int fd_read(void *ctx, uint64_t off, void *dst, size_t len)
 int ldr_jitdump_open(const char *path, struct ldr_jitdump **out)
 {
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	uint64_t size; /* now: what the JIT appends later is not read */
+	int fd = base_open_regular(path, &size);
 	if (fd < 0)
-		return BK_E_IO;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return BK_E_IO;
-	}
-	/* The size now: what the JIT appends later is not read. */
-	struct ldr_jd_source s = { .read = fd_read, .ctx = &fd, .len = (uint64_t)st.st_size };
+		return fd;
+	struct ldr_jd_source s = { .read = fd_read, .ctx = &fd, .len = size };
 	int err = ldr_jitdump_read(&s, out);
 	close(fd);
 	return err;

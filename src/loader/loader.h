@@ -250,6 +250,10 @@ struct ldr_jd_mem {
 	size_t len;
 };
 BK_HIDDEN struct ldr_jd_source ldr_jd_memory(struct ldr_jd_mem *m);
+/* Whether PATH names a jitdump: a file jit-PID.dump (perf's rule: a JIT
+ * maps its jitdump, with PROT_EXEC, for perf to find it so); with
+ * DELETED, also as a live process's map shows one removed since. */
+BK_HIDDEN bool ldr_jitdump_name(const char *path, bool deleted);
 /* Read a jitdump: 0 and *OUT (what could be read: a record that does not
  * hold together ends it, kept in ERROR); BK_E_UNSUPPORTED (not a jitdump,
  * byte-swapped, a version not 1 or 2), BK_E_CORRUPT (a header that does

@@ -760,16 +760,11 @@ int prof_open_file(const char *path, struct prof_reader **out)
 	if (!path || !out)
 		return BK_E_INVAL;
 	*out = NULL;
-	/* A regular file only (a stream comes as a descriptor: prof_open_fd):
-	 * O_NONBLOCK so that a FIFO's open does not wait for a writer. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	/* A regular file only (a stream comes as a descriptor: prof_open_fd). */
+	uint64_t size;
+	int fd = base_open_regular(path, &size);
 	if (fd < 0)
-		return BK_E_IO;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return BK_E_IO;
-	}
+		return fd;
 	int err = prof_open_fd_opts(fd, true, 0, out);
 	if (err) {
 		close(fd);

@@ -567,18 +567,6 @@ static bool in_hole(const struct proc *pr, uint64_t addr)
 #define JIT_CLOCK_SLACK ((uint64_t)10 * 1000000000u) /* ns: a jitdump made then */
 #define JIT_LOOK_EVERY ((uint64_t)50 * 1000000u)    /* ns of samples between looks */
 
-static bool is_jitdump(const char *path)
-{
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	if (strncmp(base, "jit-", 4) != 0)
-		return false;
-	const char *q = base + 4, *digits = q;
-	while (*q >= '0' && *q <= '9')
-		q++;
-	return q > digits && strcmp(q, ".dump") == 0;
-}
-
 static uint64_t file_size(const char *path)
 {
 	struct stat st;
@@ -633,9 +621,20 @@ static int proc_add_jitdump(struct prof_stacks *p, struct proc *pr, const char *
 	return 0;
 }
 
+/* Whether time NOW (of a recording on CLOCK_MONOTONIC) is about now: the
+ * recording is being made (backstep record), and its JIT writing. */
+static bool being_made(uint64_t now)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return (t > now ? t - now : now - t) < 1000000000u;
+}
+
 /* Before walking a sample of PR at time NOW: each jitdump's view moved to
- * NOW, and read again if it grew since (looked at every JIT_LOOK_EVERY of
- * samples' time, or every 1024 samples without times). */
+ * NOW, and read again if it grew since: looked at before each sample of a
+ * recording being made (code the JIT made just before it), else every
+ * JIT_LOOK_EVERY of samples' time, or every 1024 samples without times. */
 static void jit_update(struct prof_stacks *p, struct proc *pr, uint64_t now)
 {
 	for (size_t i = 0; i < pr->njits; i++) {
@@ -643,7 +642,7 @@ static void jit_update(struct prof_stacks *p, struct proc *pr, uint64_t now)
 		if (j->failed)
 			continue;
 		uint64_t tick = now ? now : p->stats.samples * (JIT_LOOK_EVERY / 1024);
-		if (tick - j->looked >= JIT_LOOK_EVERY) {
+		if (tick - j->looked >= JIT_LOOK_EVERY || (j->timed && being_made(now))) {
 			j->looked = tick;
 			if (file_size(j->path) != j->size) {
 				if (j->timed)
@@ -708,7 +707,7 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 			return 0;
 		if (rec->pid < 0 || !(pr = proc_get(p, rec->pid)))
 			return rec->pid < 0 ? 0 : BK_E_NOMEM;
-		if (is_jitdump(rec->mmap.filename))
+		if (ldr_jitdump_name(rec->mmap.filename, false))
 			return proc_add_jitdump(p, pr, rec->mmap.filename, rec->time);
 		p->stats.modules++;
 		/* The image's lowest PT_LOAD is at file offset 0 in every layout

@@ -42,24 +42,12 @@ struct uw_jitdump {
 	int first_error;
 };
 
-/* The first registration ending above ADDR. */
-static size_t first_ending_above(const struct uw_jitdump *j, uint64_t addr)
-{
-	size_t lo = 0, hi = j->nregs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (j->regs[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* Entry C replaces whatever was registered over its range. */
 static void apply(struct bk_space *s, struct uw_jitdump *j, const struct ldr_jd_code *c)
 {
-	size_t i = first_ending_above(j, c->start), k = i;
+	/* The first registration ending above its start (ends are sorted too:
+	 * the registrations are disjoint). */
+	size_t i = BASE_COUNT_LE(j->regs, j->nregs, end, c->start), k = i;
 	while (k < j->nregs && j->regs[k].start < c->end)
 		uw_reg_remove_eh(s, j->regs[k++].code);
 	if (k > i) {

@@ -124,21 +124,6 @@ static void file_problem(struct bk_target *bt, const char *path, int err)
 		add_problem(bt, "%s: cannot be used: %s", path, bk_strerror(err));
 }
 
-/* A JIT's jitdump: a file named jit-PID.dump, which the JIT maps (with
- * PROT_EXEC) so that perf records where it is; " (deleted)" after it in
- * a live process's map once it was removed. */
-static bool is_jitdump(const char *path)
-{
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	if (strncmp(base, "jit-", 4) != 0)
-		return false;
-	const char *p = base + 4, *digits = p;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	return p > digits && (strcmp(p, ".dump") == 0 || strcmp(p, ".dump (deleted)") == 0);
-}
-
 /* The jitdump M maps: its code's names, lines and .eh_frame sections for
  * the space (bk_space_add_jitdump), read now, while the target is
  * stopped; through /proc/PID/map_files when the path does not open. */
@@ -197,7 +182,7 @@ static int add_modules(struct bk_target *bt, bool only_new, size_t *added)
 		bool is_file = first->path[0] && first->path[0] != '[';
 		/* (Mapped executable by the JIT, for perf; a core may not say
 		 * how it was mapped.) */
-		if (is_file && is_jitdump(first->path)) {
+		if (is_file && ldr_jitdump_name(first->path, true)) {
 			add_jitdump(bt, first, added);
 			i = j;
 			continue;

@@ -542,18 +542,7 @@ static bool names_a_module(const struct run *r, const char *name)
 	       !strcmp(name, "[jit]") || (r->exe_path && !strcmp(name, base_name(r->exe_path)));
 }
 
-/* A module of JIT code: named by its jitdump (jit-PID.dump). */
-static bool is_jit_module(const char *path)
-{
-	const char *b = base_name(path);
-	if (strncmp(b, "jit-", 4))
-		return false;
-	b += 4;
-	const char *digits = b;
-	while (*b >= '0' && *b <= '9')
-		b++;
-	return b > digits && !strcmp(b, ".dump");
-}
+
 
 /* Does module NAME name module PATH? A file name matches the path's last
  * component, also with a version after it: the map names the file a
@@ -565,7 +554,7 @@ static bool names_module(const char *name, const char *path)
 	if (!strcmp(name, path))
 		return true;
 	if (!strcmp(name, "[jit]"))
-		return is_jit_module(path);
+		return ldr_jitdump_name(path, false); /* a jitdump's code */
 	if (strchr(name, '/'))
 		return false;
 	const char *b = base_name(path);
