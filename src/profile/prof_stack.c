@@ -66,8 +66,9 @@ struct sample_mem {
 };
 
 /* Memory as the walks see it: the stack copy, and the code of the
- * modules, read from their files (the fallbacks for code without CFI look
- * at instructions: the call before a return address, a prologue, a ret).
+ * modules, read from their files, and of JIT code, from its jitdump (the
+ * fallbacks for code without CFI look at instructions: the call before a
+ * return address, a prologue, a ret).
  * Nothing else: a file's writable data would be its initial values, not
  * the process's. */
 static int sample_read(void *ctx, uint64_t addr, void *dst, size_t len)
@@ -79,6 +80,8 @@ static int sample_read(void *ctx, uint64_t addr, void *dst, size_t len)
 		return 0;
 	}
 	const struct uw_module *mod = m->space ? uw_space_find(m->space, addr) : NULL;
+	if (!mod && m->space && m->space->jitdumps) /* JIT code: its load's bytes */
+		return uw_jitdump_code(m->space, addr, dst, len);
 	if (!mod || !mod->elf)
 		return BK_E_MEMORY;
 	const struct ldr_elf *l = mod->elf->ldr;

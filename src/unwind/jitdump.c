@@ -20,6 +20,7 @@
  */
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "unwind.h"
 
@@ -34,6 +35,7 @@ struct uw_jitdump {
 	struct uw_jitdump *next;
 	char *path;                /* its name (the path given, by default): adding
 				      it again replaces it */
+	int fd;                    /* the file, for its code bytes; -1: none */
 	struct ldr_jitdump *jd;
 	size_t view;               /* entries applied (a prefix of the file) */
 	struct uw_jd_reg *regs;    /* sorted by start, disjoint */
@@ -88,6 +90,8 @@ static void drop(struct bk_space *s, struct uw_jitdump *j)
 	base_free(j->regs);
 	ldr_jitdump_free(j->jd);
 	base_free(j->path);
+	if (j->fd >= 0)
+		close(j->fd);
 	base_free(j);
 }
 
@@ -166,6 +170,8 @@ int uw_jitdump_add(struct bk_space *s, const char *path, const char *name, uint6
 			break;
 		}
 	j->jd = jd;
+	uint64_t size;
+	j->fd = base_open_regular(path, &size); /* (-1 when it cannot: no code bytes) */
 	j->next = s->jitdumps;
 	s->jitdumps = j;
 	advance(s, j, until);
@@ -197,6 +203,20 @@ int uw_jitdump_symbol(const struct bk_space *s, uint64_t addr, struct uw_jd_symb
 	return 0;
 }
 
+int uw_jitdump_code(const struct bk_space *s, uint64_t addr, void *dst, size_t len)
+{
+	for (const struct uw_jitdump *j = s->jitdumps; j; j = j->next) {
+		const struct ldr_jd_code *c = ldr_jitdump_at(j->jd, addr, j->view);
+		if (!c)
+			continue;
+		if (!c->has_code || j->fd < 0 || len > c->end - addr)
+			return BK_E_MEMORY;
+		ssize_t n = pread(j->fd, dst, len, (off_t)(c->code_off + (addr - c->start)));
+		return n == (ssize_t)len ? 0 : BK_E_MEMORY;
+	}
+	return BK_E_MEMORY;
+}
+
 void uw_jitdump_each(const struct bk_space *s,
 		     void (*fn)(void *ctx, uint64_t start, uint64_t end, const char *path), void *ctx)
 {
@@ -215,6 +235,8 @@ void uw_jitdump_destroy(struct bk_space *s)
 		base_free(j->regs); /* the registry freed the registrations */
 		ldr_jitdump_free(j->jd);
 		base_free(j->path);
+		if (j->fd >= 0)
+			close(j->fd);
 		base_free(j);
 	}
 	s->jitdumps = NULL;

@@ -332,6 +332,10 @@ struct uw_jd_symbol {
 	uint32_t seq;          /* the entry's place in its file: which code it is */
 };
 BK_HIDDEN int uw_jitdump_symbol(const struct bk_space *s, uint64_t addr, struct uw_jd_symbol *out);
+/* LEN bytes of the code at ADDR as a jitdump's load holds them (the code
+ * its view has there), read from the file: 0 or BK_E_MEMORY. For spaces
+ * whose memory holds no code (a profile's samples). Cold. */
+BK_HIDDEN int uw_jitdump_code(const struct bk_space *s, uint64_t addr, void *dst, size_t len);
 /* FN for each piece of code S's jitdumps describe now (in their views, not
  * replaced by later code at its start): its range and the jitdump's path. */
 BK_HIDDEN void uw_jitdump_each(const struct bk_space *s,

@@ -25,6 +25,7 @@
 #include "check.h"
 #include "jit_code.h"
 #include "loader/loader.h"
+#include "unwind/unwind.h"
 
 #define CODE_AT 0x7f0000100000ull /* where the JIT's code is said to be */
 #define MOVED_AT 0x7f0000200000ull
@@ -263,6 +264,15 @@ static void names_and_unwinding(void)
 	CHECK_STR(sym[0].function, "jit_J2", "J2's name");
 	CHECK(sym[0].file == NULL && sym[0].line == 0, "J2 has no line");
 	CHECK_INT(bk_space_symbolize(s, CODE_AT + J2 + J2_LEN, sym, 4), 0, "past J2: nothing");
+
+	/* The code bytes, from the loads. */
+	uint8_t got[J3_LEN];
+	CHECK(uw_jitdump_code(s, CODE_AT + J3, got, J3_LEN) == 0 && !memcmp(got, code + J3, J3_LEN),
+	      "J3's code bytes from its load");
+	CHECK(uw_jitdump_code(s, CODE_AT + J2 + 2, got, 4) == 0 && !memcmp(got, code + J2 + 2, 4),
+	      "bytes inside J2");
+	CHECK_INT(uw_jitdump_code(s, CODE_AT + J2 + 2, got, J2_LEN), BK_E_MEMORY, "past J2's end");
+	CHECK_INT(uw_jitdump_code(s, CODE_AT + J3 + J3_LEN, got, 1), BK_E_MEMORY, "no code there");
 
 	lay_out_stack();
 	struct bk_cursor c;
