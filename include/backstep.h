@@ -271,7 +271,9 @@ BK_API int bk_space_remove_module_image(struct bk_space *space, uint64_t start);
  * from its symbols and DWARF (file:line). LLVM's JITs (lli, ORC, MCJIT)
  * register ET_REL objects whose sections carry their load addresses: they
  * are linked there. Called again after the JIT added code, it adds the
- * objects again (each replaces the module at its address).
+ * objects again (each replaces the module at its address) and removes the
+ * modules of objects the JIT took out of its list since (when the whole
+ * list could be read).
  * Bounded: at most 100000 entries per descriptor, 64 MiB per object, 1 GiB
  * in all; a list that breaks (a next entry whose prev is not the entry
  * before: a cycle, a list being rewritten) ends there, TRUNCATED set.
@@ -287,6 +289,8 @@ struct bk_gdb_jit_stats {
 	unsigned failed;      /* entries whose object could not be read or used */
 	int truncated;        /* the list broke or was too long: entries past it unread */
 	int first_error;      /* BK_E_* of the first failure, 0 if none */
+	unsigned removed;     /* modules of objects read before that the list no
+				 longer holds (unregistered): removed */
 };
 BK_API int bk_space_add_gdb_jit(struct bk_space *space, struct bk_gdb_jit_stats *stats);
 

@@ -104,6 +104,8 @@ enum {
 	BP_ESCAPE = 2,           /* longjmp and kin: step all of it */
 	BP_ESCAPE_CALLEES = 4,   /* the exception unwinder: step it, its callees
 				  * run free */
+	BP_JIT = 8,              /* __jit_debug_register_code: a JIT listed code
+				  * for debuggers (the GDB JIT interface) */
 };
 
 struct bp {
@@ -535,7 +537,8 @@ static const char *base_name(const char *p)
 
 /* Is --only NAME a module? A path, a shared object's file name, the
  * executable's file name, "[vdso]" or "[jit]" (JIT code a jitdump
- * describes); any other name is a function. */
+ * describes, or a JIT lists through the GDB JIT interface); any other
+ * name is a function. */
 static bool names_a_module(const struct run *r, const char *name)
 {
 	return strchr(name, '/') || strstr(name, ".so") || !strcmp(name, "[vdso]") ||
@@ -553,8 +556,8 @@ static bool names_module(const char *name, const char *path)
 		return false;
 	if (!strcmp(name, path))
 		return true;
-	if (!strcmp(name, "[jit]"))
-		return ldr_jitdump_name(path, false); /* a jitdump's code */
+	if (!strcmp(name, "[jit]")) /* a jitdump's code, a GDB JIT object's */
+		return ldr_jitdump_name(path, false) || !strncmp(path, "[jit 0x", 7);
 	if (strchr(name, '/'))
 		return false;
 	const char *b = base_name(path);
@@ -681,9 +684,12 @@ static void module_entries(struct run *r, const struct uw_module *m, bool whole,
 {
 	struct val_addrs a = { 0 };
 	uint64_t arrays[3][2], plt0 = 0;
+	bool image = m->path[0] == '['; /* a JIT's object: no file to read symbols from */
 	if (whole) {
 		fde_starts(m->elf, &a);
 		val_elf_entries(m->path, NULL, 0, &a, arrays, &plt0);
+	} else if (nfn && image) {
+		fde_starts(m->elf, &a); /* those of the named functions: is_checked below */
 	} else if (nfn) {
 		val_elf_entries(m->path, fnames, nfn, &a, arrays, &plt0);
 	}
@@ -748,7 +754,13 @@ static void rebuild_bps(struct run *r)
 	struct bp_list l = { 0 };
 	for (size_t i = 0; i < r->space->nmods; i++) {
 		const struct uw_module *m = &r->space->mods[i];
-		if (!m->path || !m->path[0] || m->path[0] == '[')
+		/* Where a JIT tells debuggers of new code: a breakpoint that
+		 * reads its list again (gdb's own). */
+		uint64_t reg;
+		if (m->elf && ldr_find_symbol(m->elf->ldr, "__jit_debug_register_code", -1, &reg) == 0)
+			bp_list_add(&l, reg + (uint64_t)m->bias, m->start, BP_JIT);
+		bool gdb_jit = m->path && !strncmp(m->path, "[jit 0x", 7); /* (an image) */
+		if (!m->path || !m->path[0] || (m->path[0] == '[' && !gdb_jit))
 			continue;
 		bool whole = false;
 		if (!r->o->nonly)
@@ -817,6 +829,19 @@ static void forget_bps(struct run *r)
 
 /* ---- The space of the current image -------------------------------------- */
 
+/* The objects a JIT lists for debuggers (the GDB JIT interface), read
+ * again: how many were added. */
+static unsigned gdb_jit(struct run *r)
+{
+	struct bk_gdb_jit_stats st = { .size = sizeof(st) };
+	if (!r->space)
+		return 0;
+	r->dops->space_invalidate(r->d); /* the list as it is now, not as cached */
+	if (bk_space_add_gdb_jit(r->space, &st) != 0)
+		return 0;
+	return st.added + st.removed;
+}
+
 static int open_space(struct run *r, int tid)
 {
 	int err = r->dops->space_open(r->d, tid, &r->space);
@@ -833,6 +858,7 @@ static int open_space(struct run *r, int tid)
 		r->exe_path = base_strdup(mi.path);
 	val_code_clear(&r->code);
 	r->maps_dirty = false;
+	gdb_jit(r);
 	rebuild_bps(r);
 	return 0;
 }
@@ -841,7 +867,7 @@ static void refresh_modules(struct run *r)
 {
 	size_t added = 0;
 	r->maps_dirty = false;
-	if (r->dops->space_refresh(r->d, &added) == 0 && added) {
+	if (r->dops->space_refresh(r->d, &added) == 0 && added + gdb_jit(r)) {
 		val_code_clear(&r->code);
 		r->res->stats.refreshes++;
 		rebuild_bps(r);
@@ -1189,8 +1215,16 @@ static void at_instruction(struct run *r, struct thread *t, const struct bk_regs
 	uint64_t pc = pc_of(r, u);
 	if (r->maps_dirty && r->space)
 		refresh_modules(r);
-	const struct val_code *c = code_at(r, pc);
 	const struct bp *b = r->nbps || r->nrbps ? find_bp(r, pc) : NULL;
+	if (b && (b->flags & BP_JIT) && gdb_jit(r)) {
+		/* A JIT is telling debuggers of new code (its list holds it
+		 * now): its modules and their entry breakpoints. */
+		val_code_clear(&r->code);
+		r->res->stats.refreshes++;
+		rebuild_bps(r);
+		b = find_bp(r, pc);
+	}
+	const struct val_code *c = code_at(r, pc);
 	if (b && (b->flags & (BP_ESCAPE | BP_ESCAPE_CALLEES)) &&
 	    (!t->nesc || sp_of(r, u) + r->arch->ra_size < t->esc_cfa[t->nesc - 1])) {
 		if (t->nesc == sizeof(t->esc_cfa) / sizeof(*t->esc_cfa))
