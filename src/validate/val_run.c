@@ -1243,6 +1243,18 @@ static void at_instruction(struct run *r, struct thread *t, const struct bk_regs
 	r->dops->resume(r->d, t->tid, VAL_RESUME_STEP, sig);
 }
 
+/* Whether --only names JIT code ("[jit]"). Only then is the map read at
+ * a free thread's system call (the in-process driver sees such a call
+ * only at the thread's next stop, and the drivers check the same
+ * instructions otherwise). */
+static bool checks_jit(const struct run *r)
+{
+	for (size_t i = 0; i < r->o->nonly; i++)
+		if (!strcmp(r->o->only[i], "[jit]"))
+			return true;
+	return false;
+}
+
 /* A system-call stop of a free thread: the map may change; rt_sigreturn
  * pops the shadow stack to its signal marker and the thread steps on
  * from the restored context. */
@@ -1252,12 +1264,12 @@ static void on_syscall_stop(struct run *r, struct thread *t, const struct val_ev
 		t->sigreturning = ev->nr == r->arch->nr_rt_sigreturn;
 	} else if (maps_call(r, ev->nr)) {
 		/* At the exit: read at the entry, the map could be re-read
-		 * (for another thread) before the change is made. Read now:
-		 * code this free thread maps and then runs (a JIT's, which
-		 * its jitdump describes) needs its entry breakpoints before
-		 * the thread goes on. */
+		 * (for another thread) before the change is made. Read now
+		 * when JIT code is checked: code this free thread maps and
+		 * then runs (a JIT's, which its jitdump describes) needs its
+		 * entry breakpoints before the thread goes on. */
 		r->maps_dirty = true;
-		if (r->space)
+		if (r->space && checks_jit(r))
 			refresh_modules(r);
 	} else if (t->sigreturning) {
 		struct bk_regs u;
