@@ -659,7 +659,10 @@ part_expression:
 	/* A table indexed by a register bounded by a compare, but with
 	 * another conditional branch between: the compiler may know a
 	 * narrower range there and size the table by it (this one has two
-	 * entries; what follows it is no table). Not read: "indirect jump". */
+	 * entries; what follows it is no table). Such a bound is used only
+	 * when every entry up to it names an instruction of the function;
+	 * the third one here lies inside the movabs: not read, "indirect
+	 * jump". */
 	.p2align 4
 	.type part_stale_bound, @function
 part_stale_bound:
