@@ -306,10 +306,13 @@ static struct sk_val v_join(struct sk_val a, struct sk_val b)
 	return v_unknown;
 }
 
-/* The join J of OLD (a leader's state) with another path's value, widened:
- * an interval that grows goes to the widest one its bytes allow, so a
- * loop counter (`add eax, 1; cmp eax, 100; jb`) does not climb one value
- * per round (the fixed point is reached in two). */
+/* The join J of OLD (a leader's state) with a value coming back round a
+ * loop, widened: an interval that grows goes to the widest one its bytes
+ * allow, so a loop counter (`add eax, 1; cmp eax, 100; jb`) does not
+ * climb one value per round (the fixed point is reached in two). Every
+ * cycle has an edge backwards (to an address not above its source): the
+ * joins there widen; the others (`cmp eax, 2; ja; cmp eax, 16; jbe L`
+ * meeting another path to L with 0..16) keep the hull. */
 static inline struct sk_val v_widen(struct sk_val old, struct sk_val j)
 {
 	if (j.kind != V_BOUNDED || old.kind != V_BOUNDED || v_eq(old, j))
@@ -666,14 +669,17 @@ static void rel_diff(const struct state *st, unsigned a, unsigned b, int64_t *lo
 		*lo = 0;
 }
 
-/* Join SRC into DST; true when DST changed. */
-static bool state_join(struct state *dst, const struct state *src, unsigned nregs)
+/* Join SRC into DST (WIDEN: along an edge backwards); true when DST
+ * changed. */
+static bool state_join(struct state *dst, const struct state *src, unsigned nregs, bool widen)
 {
 	bool changed = false;
 	for (unsigned r = 0; r < nregs; r++) {
 		if (v_eq(dst->r[r], src->r[r]))
 			continue;
-		struct sk_val j = v_widen(dst->r[r], v_join(dst->r[r], src->r[r]));
+		struct sk_val j = v_join(dst->r[r], src->r[r]);
+		if (widen)
+			j = v_widen(dst->r[r], j);
 		if (!v_eq(j, dst->r[r])) {
 			dst->r[r] = j;
 			changed = true;
@@ -712,7 +718,9 @@ static bool state_join(struct state *dst, const struct state *src, unsigned nreg
 	bool same = def == dst->slot_default;
 	for (unsigned i = 0; i < dst->nslots; i++) {
 		const struct slot *x = &dst->s[i];
-		struct sk_val j = v_widen(x->v, v_join(x->v, slot_load(src, x->base, x->off, 8)));
+		struct sk_val j = v_join(x->v, slot_load(src, x->base, x->off, 8));
+		if (widen)
+			j = v_widen(x->v, j);
 		if (slot_is_default(def, j)) {
 			same = false;
 			continue;
@@ -1426,13 +1434,15 @@ static struct sk_val addr_of(const struct state *st, const struct sk_mem *m)
 	return v_stack(a) || a.kind == V_DYN ? v_unknown : v_new(false);
 }
 
+/* Whether memory operand A is B, compared right before (the registers it
+ * names are unchanged since: the compare's flags survived, and the bound
+ * is for the next instruction only), so its bytes are the ones compared. */
 static bool same_operand(const struct state *st, const struct sk_mem *a, const struct sk_mem *b,
 			 struct sk_val base, struct sk_val index)
 {
 	return a->base == b->base && a->index == b->index && a->scale == b->scale &&
 	       a->disp == b->disp && a->size == b->size && v_eq(rv(st, a->base), base) &&
-	       v_eq(rv(st, a->index), index) && !v_undecided(base) &&
-	       (a->index == SK_NONE || !v_undecided(index));
+	       v_eq(rv(st, a->index), index);
 }
 
 /* The smallest and largest of the SIZE-byte entries LO..HI (signed or
@@ -1569,11 +1579,22 @@ static struct sk_val load(struct sctx *c, const struct state *st, const struct s
 		/* A table's entry: a constant table address and a bounded
 		 * index (or none: one entry, a switch on a constant). */
 		struct sk_val b = mm->base == SK_NONE ? vk(V_CONST, 0) : rv(st, mm->base);
+		struct sk_val ix = mm->index == SK_NONE ? vk(V_CONST, 0) : rv(st, mm->index);
 		uint64_t lo = 0, hi = 0;
 		bool fresh = true;
 		uint64_t tab = (uint64_t)b.off + (uint64_t)mm->disp;
+		if (ix.kind == V_CONST && mm->index != SK_NONE) {
+			/* a constant index (a switch on a value the code fixed:
+			 * zlib's inflateBack starts with `mov eax, 0x3f3f; sub eax,
+			 * 0x3f3f`): that one entry, by its address (an entry
+			 * relative to the table is then anchored at the table);
+			 * read only if it names an instruction of the function
+			 * (the path may be one no value takes) */
+			tab += (uint64_t)ix.off * mm->size;
+			fresh = false;
+		}
 		if (b.kind == V_CONST &&
-		    (mm->index == SK_NONE || index_bound(c, rv(st, mm->index), &lo, &hi, &fresh)) &&
+		    (ix.kind == V_CONST || index_bound(c, ix, &lo, &hi, &fresh)) &&
 		    hi < SK_MAX_TABLE) {
 			int64_t mn, mx;
 			if (ar->table_sizes & mm->size)
@@ -2059,23 +2080,24 @@ static void stale_bounds(struct state *st, unsigned nregs)
 }
 
 /* The low W bytes of register R lie in [LO, HI] (HI <= UINT32_MAX) on
- * this edge: its value bounded (as tight as it was, and fresh). */
-static void bound_reg(struct state *st, unsigned r, unsigned w, uint64_t lo, uint64_t hi)
+ * this edge: its value bounded (as tight as it was, and fresh). False
+ * when that contradicts its bound: the edge cannot be taken. */
+static bool bound_reg(struct state *st, unsigned r, unsigned w, uint64_t lo, uint64_t hi)
 {
 	if (r >= SK_NREGS)
-		return;
+		return true;
 	struct sk_val *v = &st->r[r];
 	if (v->kind == V_BOUNDED && v->reg == 8 && v->aux <= low_max(w)) {
 		/* bounded whole and fits W bytes: the compare is on the whole
 		 * value */
 		uint64_t l = (uint64_t)v->off > lo ? (uint64_t)v->off : lo;
 		uint64_t h = v->aux < hi ? v->aux : hi;
-		if (l <= h) {
-			v->off = (int64_t)l;
-			v->aux = (uint32_t)h;
-		}
+		if (l > h)
+			return false;
+		v->off = (int64_t)l;
+		v->aux = (uint32_t)h;
 		v->flags |= VF_FRESH;
-		return;
+		return true;
 	}
 	/* The low W bytes bounded; all of them when the rest is known to
 	 * be zero. */
@@ -2086,17 +2108,21 @@ static void bound_reg(struct state *st, unsigned r, unsigned w, uint64_t lo, uin
 	else if (v->kind == V_UNKNOWN)
 		*v = (struct sk_val){ (int64_t)lo, (uint32_t)hi, V_BOUNDED, bytes,
 				      VF_MAYBE | VF_FRESH, 0 };
+	return true;
 }
 
 /* What a conditional branch says on one of its edges: a compare with a
  * constant bounds the register (and its copies, by their relations), or
  * the compared memory for the next instruction; a compare of two
- * registers relates them. */
-static void refine(struct state *st, uint8_t cond, bool taken)
+ * registers relates them. False when the edge cannot be taken: the
+ * register's bound excludes it (a path of a switch's decision tree that
+ * no value follows; believing it would read a table with a bound from
+ * nowhere, and the analysis must only grow with the states it joins). */
+static bool refine(struct state *st, uint8_t cond, bool taken)
 {
 	const struct cmpfact *cf = &st->cmp;
 	if (!cf->valid)
-		return;
+		return true;
 	unsigned w = cf->width ? cf->width : 8;
 	if (cf->b == SK_NONE) {
 		/* the unsigned W-byte number against IMM (already that wide) */
@@ -2117,18 +2143,19 @@ static void refine(struct state *st, uint8_t cond, bool taken)
 		else if (equal)
 			lo = hi = imm;
 		else
-			return;
+			return true;
 		if (hi > UINT32_MAX)
-			return;
+			return true;
 		if (cf->a == SK_NONE) {
 			if (cf->mem.base != SK_MEM_FAR && cf->mem.size == cf->width && !lo &&
 			    hi < SK_MAX_TABLE)
 				st->mb = (struct membound){ cf->mem, cf->base, cf->index, (uint32_t)hi, 1 };
-			return;
+			return true;
 		}
 		if (cf->a >= SK_NREGS)
-			return;
-		bound_reg(st, cf->a, w, lo, hi);
+			return true;
+		if (!bound_reg(st, cf->a, w, lo, hi))
+			return false;
 		/* Its copies: the low W bytes of X = A + K (or A = X + K), so
 		 * X's are A's - K, when that does not wrap. */
 		for (unsigned i = 0; i < st->nrel; i++) {
@@ -2138,13 +2165,13 @@ static void refine(struct state *st, uint8_t cond, bool taken)
 			unsigned x = r->a == cf->a ? r->b : r->a;
 			uint64_t d = (uint64_t)(r->a == cf->a ? -r->k : r->k) & low_max(w);
 			uint64_t l2 = (lo + d) & low_max(w), h2 = (hi + d) & low_max(w);
-			if (l2 <= h2 && h2 <= UINT32_MAX && x != SK_TMP)
-				bound_reg(st, x, w, l2, h2);
+			if (l2 <= h2 && h2 <= UINT32_MAX && x != SK_TMP && !bound_reg(st, x, w, l2, h2))
+				st->r[x].flags &= (uint8_t)~VF_FRESH; /* (not its own compare) */
 		}
-		return;
+		return true;
 	}
 	if (cf->a >= SK_NREGS || cf->b >= SK_NREGS)
-		return;
+		return true;
 	/* Two registers: related as whole numbers when both fit the width
 	 * compared. */
 	unsigned a = cf->a, b = cf->b;
@@ -2167,7 +2194,7 @@ static void refine(struct state *st, uint8_t cond, bool taken)
 	}
 	/* reg == reg on this edge: an unknown side takes the known one. */
 	if (w < 8 || !((cond == SK_COND_E && taken) || (cond == SK_COND_NE && !taken)))
-		return;
+		return true;
 	struct sk_val *va = &st->r[a], *vb = &st->r[b];
 	bool ka = v_stack(*va) || va->kind == V_CALLER || va->kind == V_CONST;
 	bool kb = v_stack(*vb) || vb->kind == V_CALLER || vb->kind == V_CONST;
@@ -2175,6 +2202,7 @@ static void refine(struct state *st, uint8_t cond, bool taken)
 		*va = *vb;
 	else if (vb->kind == V_UNKNOWN && ka)
 		*vb = *va;
+	return true;
 }
 
 /* ---- Rows ---------------------------------------------------------------- */
@@ -2815,8 +2843,9 @@ static size_t dequeue(struct fn *f)
 	return SIZE_MAX;
 }
 
-/* Join S into the state of leader K. */
-static void merge_into(struct sctx *c, struct fn *f, size_t k, const struct state *s)
+/* Join S into the state of leader K, coming from instruction FROM (an
+ * index: at or after K, an edge backwards, which widens). */
+static void merge_into(struct sctx *c, struct fn *f, size_t k, const struct state *s, size_t from)
 {
 	if (!f->st[k]) {
 		if (++f->nstates > SK_MAX_STATES) {
@@ -2833,7 +2862,7 @@ static void merge_into(struct sctx *c, struct fn *f, size_t k, const struct stat
 		enqueue(f, k);
 		return;
 	}
-	if (state_join(f->st[k], s, c->ar->nregs))
+	if (state_join(f->st[k], s, c->ar->nregs, from >= k))
 		enqueue(f, k);
 }
 
@@ -2894,7 +2923,7 @@ static void settle_cross(struct sctx *c)
 	size_t j = 0;
 	for (size_t i = 0; i < c->ncross; i++) {
 		if (j && c->cross[j - 1].target == c->cross[i].target) {
-			state_join(c->cross[j - 1].st, c->cross[i].st, c->ar->nregs);
+			state_join(c->cross[j - 1].st, c->cross[i].st, c->ar->nregs, false);
 			base_free(c->cross[i].st);
 			continue;
 		}
@@ -2943,7 +2972,8 @@ static void edge(struct sctx *c, struct fn *f, const struct state *s, uint64_t t
 		return;
 	}
 	make_leader(f, k);
-	merge_into(c, f, k, s);
+	size_t j = BASE_COUNT_LT(f->d->in, f->d->n, addr, from);
+	merge_into(c, f, k, s, j);
 }
 
 /* Whether TARGET names an instruction of F (a target read with a bound
@@ -3111,11 +3141,13 @@ static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 			stale_bounds(s, ar->nregs);
 			if (!compare) {
 				memcpy(&c->tmp, s, sizeof(*s));
-				refine(&c->tmp, in->cond, true);
-				c->tmp.cmp.valid = 0;
-				edge(c, f, &c->tmp, in->target, in->addr);
+				if (refine(&c->tmp, in->cond, true)) {
+					c->tmp.cmp.valid = 0;
+					edge(c, f, &c->tmp, in->target, in->addr);
+				}
 			}
-			refine(s, in->cond, false);
+			if (!refine(s, in->cond, false))
+				return; /* no value falls through */
 			break;
 		case SK_CALL:
 			if (in->call_next) {
@@ -3162,7 +3194,7 @@ static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 			return;
 		if (f->flag[j] & FL_LEADER) {
 			if (!compare)
-				merge_into(c, f, j, s);
+				merge_into(c, f, j, s, j - 1);
 			return;
 		}
 	}
@@ -3507,7 +3539,7 @@ static void analyse(struct sctx *c, struct fde_ent *fe, struct srow **rows, size
 		if (k == SIZE_MAX)
 			continue;
 		f.flag[k] |= FL_LEADER | FL_ENTRY;
-		merge_into(c, &f, k, c->cross[q].st);
+		merge_into(c, &f, k, c->cross[q].st, 0);
 		nseeds++;
 	}
 	for (size_t q = lp_lower_bound(c, fe->lo); q < c->nlps && !c->nomem; q++) {
@@ -3521,7 +3553,7 @@ static void analyse(struct sctx *c, struct fde_ent *fe, struct srow **rows, size
 		if (!row || (f.flag[k] & FL_ENTRY) || initial_state(c, row, true, &c->tmp))
 			continue;
 		f.flag[k] |= FL_LEADER | FL_ENTRY;
-		merge_into(c, &f, k, &c->tmp);
+		merge_into(c, &f, k, &c->tmp, 0);
 		nseeds++;
 	}
 	if (!fe->part || !nseeds) {
@@ -3537,7 +3569,7 @@ static void analyse(struct sctx *c, struct fde_ent *fe, struct srow **rows, size
 			goto out;
 		}
 		f.flag[k0] |= FL_ENTRY | FL_LEADER;
-		merge_into(c, &f, k0, init);
+		merge_into(c, &f, k0, init, 0);
 	}
 	/* PLT stubs: each one after an unconditional jump is called. */
 	if (in_plt(c, fe->lo)) {
@@ -3552,7 +3584,7 @@ static void analyse(struct sctx *c, struct fde_ent *fe, struct srow **rows, size
 			uint8_t prev = f.d->in[p].flow;
 			if (prev == SK_JUMP || prev == SK_IJUMP || prev == SK_RET || prev == SK_STOP) {
 				f.flag[i] |= FL_LEADER | FL_ENTRY;
-				merge_into(c, &f, i, e);
+				merge_into(c, &f, i, e, 0);
 			}
 		}
 	}

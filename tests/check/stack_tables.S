@@ -355,3 +355,118 @@ ok_counted_loop:
 	ret
 	.cfi_endproc
 	.size ok_counted_loop, .-ok_counted_loop
+
+/* A switch on a value the code fixed (zlib's inflateBack starts its state
+ * machine with `mov eax, 0x3f3f; sub eax, 0x3f3f; cmp eax, 0x12; ja`): the
+ * one entry the constant picks is followed. */
+	.p2align 4
+	.type ok_const_index, @function
+ok_const_index:
+	.cfi_startproc
+	pushq %rbx
+	.cfi_def_cfa_offset 16
+	.cfi_offset rbx, -16
+	movl $0x3f3f, %eax
+	subl $0x3f3d, %eax
+	cmpl $2, %eax
+	ja .Lci_out
+	leaq .Lci_table(%rip), %rdx
+	movslq (%rdx,%rax,4), %rax
+	addq %rdx, %rax
+	jmp *%rax
+.Lci_2:
+	pushq %rax
+	.cfi_def_cfa_offset 24
+	popq %rax
+	.cfi_def_cfa_offset 16
+.Lci_out:
+	popq %rbx
+	.cfi_def_cfa_offset 8
+	ret
+	.cfi_endproc
+	.size ok_const_index, .-ok_const_index
+	.section .rodata
+	.p2align 2
+.Lci_table:
+	.long .Lci_out - .Lci_table
+	.long .Lci_out - .Lci_table
+	.long .Lci_2 - .Lci_table
+	.text
+
+/* Two paths to a table, one bounded 0..2 by an earlier compare, the other
+ * 0..16 (libgdk's gdk_frame_clock_paint_idle): their join is 0..16, the
+ * hull; only a join round a loop widens. */
+	.p2align 4
+	.type ok_bound_join, @function
+ok_bound_join:
+	.cfi_startproc
+	movl %edi, %eax
+	cmpl $2, %eax
+	ja 1f
+	jmp .Lbj2_table
+1:	cmpl $16, %eax
+	ja .Lbj2_out
+.Lbj2_table:
+	leaq .Lbj2_tab(%rip), %rdx
+	movslq (%rdx,%rax,4), %rax
+	addq %rdx, %rax
+	jmp *%rax
+.Lbj2_a:
+	movl $1, %eax
+	ret
+.Lbj2_out:
+	xorl %eax, %eax
+	ret
+	.cfi_endproc
+	.size ok_bound_join, .-ok_bound_join
+	.section .rodata
+	.p2align 2
+.Lbj2_tab:
+	.rept 17
+	.long .Lbj2_a - .Lbj2_tab
+	.endr
+	.text
+
+/* A compare no value passes on one path (gold's switch decision trees):
+ * the path that reaches the table's compare first has 91..150, which
+ * `cmp eax, 3; ja` excludes, so that edge is not followed (believing it
+ * would read 151 entries with the old bound); the table (4 entries, then
+ * no entry of it) is read with 0..3 once the other path (0..90) has
+ * joined. */
+	.p2align 4
+	.type ok_no_value_passes, @function
+ok_no_value_passes:
+	.cfi_startproc
+	movl %edi, %eax
+	cmpl $150, %eax
+	ja .Lnv_out
+	cmpl $90, %eax
+	jbe .Lnv_small
+.Lnv_shared:
+	cmpl $3, %eax
+	ja .Lnv_out
+	leaq .Lnv_tab(%rip), %rdx
+	movslq (%rdx,%rax,4), %rax
+	addq %rdx, %rax
+	jmp *%rax
+.Lnv_a:
+	movl $1, %eax
+	ret
+.Lnv_out:
+	xorl %eax, %eax
+	ret
+.Lnv_small:
+	addl $0, %edx
+	jmp .Lnv_shared
+	.cfi_endproc
+	.size ok_no_value_passes, .-ok_no_value_passes
+	.section .rodata
+	.p2align 2
+.Lnv_tab:
+	.rept 4
+	.long .Lnv_a - .Lnv_tab
+	.endr
+	.rept 150			/* not the table's: inside an instruction */
+	.long .Lnv_a + 1 - .Lnv_tab
+	.endr
+	.text

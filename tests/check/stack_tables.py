@@ -7,9 +7,12 @@ prove (tests/check/stack_tables.S: one kind of jump per function).
 Built as it is, each lie_F function has exactly one difference, at the
 instruction marked M_lie_F_0, which only its indirect jump reaches: the
 lie is caught only when that jump is followed. Built with -DTRUTH (the
-same code, the lies told as truth): exit status 0, no difference, every
-function but part_* checked in full, part_byte_table not (a table shorter
-than its index's range: "indirect jump", never guessed).
+same code, the lies told as truth): exit status 0, no difference. In both
+builds every function but part_* is checked in full (the ok_* ones hold
+the analysis to what it must not lose on the way: a loop counter's
+interval widened, a constant index, the hull of two bounds at a forward
+join, an edge no value takes not followed), part_byte_table not (a table
+shorter than its index's range: "indirect jump", never guessed).
 """
 import json
 import os
