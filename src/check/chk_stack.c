@@ -2080,13 +2080,16 @@ static void stale_bounds(struct state *st, unsigned nregs)
 }
 
 /* The low W bytes of register R lie in [LO, HI] (HI <= UINT32_MAX) on
- * this edge: its value bounded (as tight as it was, and fresh). False
- * when that contradicts its bound: the edge cannot be taken. */
+ * this edge: its value bounded (as tight as it was; fresh when HI is a
+ * bound of this compare's, not the width's: `cmp al, 8; ja L` says
+ * nothing at L of the table's size there). False when that contradicts
+ * its bound: the edge cannot be taken. */
 static bool bound_reg(struct state *st, unsigned r, unsigned w, uint64_t lo, uint64_t hi)
 {
 	if (r >= SK_NREGS)
 		return true;
 	struct sk_val *v = &st->r[r];
+	uint8_t fresh = hi < low_max(w) ? VF_FRESH : 0;
 	if (v->kind == V_BOUNDED && v->reg == 8 && v->aux <= low_max(w)) {
 		/* bounded whole and fits W bytes: the compare is on the whole
 		 * value */
@@ -2096,7 +2099,7 @@ static bool bound_reg(struct state *st, unsigned r, unsigned w, uint64_t lo, uin
 			return false;
 		v->off = (int64_t)l;
 		v->aux = (uint32_t)h;
-		v->flags |= VF_FRESH;
+		v->flags |= fresh;
 		return true;
 	}
 	/* The low W bytes bounded; all of them when the rest is known to
@@ -2104,10 +2107,10 @@ static bool bound_reg(struct state *st, unsigned r, unsigned w, uint64_t lo, uin
 	uint8_t bytes = v_fits(*v, w) ? 8 : (uint8_t)w;
 	if (v->kind == V_NEW || v->kind == V_BOUNDED)
 		*v = (struct sk_val){ (int64_t)lo, (uint32_t)hi, V_BOUNDED, bytes,
-				      (uint8_t)((v->flags & VF_Z) | VF_FRESH), 0 };
+				      (uint8_t)((v->flags & VF_Z) | fresh), 0 };
 	else if (v->kind == V_UNKNOWN)
 		*v = (struct sk_val){ (int64_t)lo, (uint32_t)hi, V_BOUNDED, bytes,
-				      VF_MAYBE | VF_FRESH, 0 };
+				      (uint8_t)(VF_MAYBE | fresh), 0 };
 	return true;
 }
 

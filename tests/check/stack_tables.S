@@ -470,3 +470,37 @@ ok_no_value_passes:
 	.long .Lnv_a + 1 - .Lnv_tab
 	.endr
 	.text
+
+/* A compare that bounds from below only (mesa's `movzx eax, byte [rdi +
+ * 0x18]; cmp al, 8; ja L` then, at L, a second table indexed by eax): at
+ * L the index is 9..255 by its byte, not by a compare the table was sized
+ * by (the compiler knew a narrower range from elsewhere; this table has
+ * 12 entries, then no entry of it). Not read: "indirect jump". */
+	.p2align 4
+	.type part_above_bound, @function
+part_above_bound:
+	.cfi_startproc
+	movzbl (%rdi), %eax
+	cmpb $8, %al
+	ja 1f
+	xorl %eax, %eax
+	ret
+1:	leaq .Lab_tab(%rip), %rdx
+	movslq (%rdx,%rax,4), %rax
+	addq %rdx, %rax
+	jmp *%rax
+.Lab_a:
+	movl $1, %eax
+	ret
+	.cfi_endproc
+	.size part_above_bound, .-part_above_bound
+	.section .rodata
+	.p2align 2
+.Lab_tab:
+	.rept 12
+	.long .Lab_a - .Lab_tab
+	.endr
+	.rept 244			/* not the table's: inside an instruction */
+	.long .Lab_a + 1 - .Lab_tab
+	.endr
+	.text
