@@ -2574,13 +2574,27 @@ static void code_col(const struct sctx *c, const struct state *st, unsigned col,
 		snprintf(buf, len, "lost");
 }
 
-/* The CFA rule against the state. */
+/* Whether ROW gives the stack pointer's column a rule of its own (the
+ * caller's SP is then that rule's value, not the CFA: GHC's StgRun has
+ * CFA = rsp+0, its saves at CFA+16384.., and rsp = rsp+16440). */
+static bool sp_has_rule(const struct sctx *c, const struct srow *row)
+{
+	int i = cmp_index(c->ar, sk_dwarf_of_reg(c->ar, c->ar->sp));
+	return i >= 0 && row->col[i].kind != BK_RULE_NONE && row->col[i].kind != BK_RULE_SAME_VALUE &&
+	       row->col[i].kind != BK_RULE_UNDEFINED;
+}
+
+/* The CFA rule against the state. *BASE: the CFA's distance from the
+ * caller's SP the other rules are evaluated with (0; another offset only
+ * when the stack pointer's column has a rule of its own, which is then
+ * what must give the caller's SP). */
 static void compare_cfa(struct sctx *c, const struct state *st, const struct cfi_section *sec,
-			const struct srow *row, uint64_t pc, struct cmp_out *out)
+			const struct srow *row, uint64_t pc, struct cmp_out *out, int64_t *base)
 {
 	struct sk_val v;
 	unsigned reg0 = SK_NONE;
 	out->v = VD_OK;
+	*base = 0;
 	if (row->cfa.kind == BK_RULE_CFA_REG_OFFSET) {
 		reg0 = sk_reg_of_dwarf(c->ar, row->cfa.reg);
 		if (reg0 == SK_NONE) {
@@ -2602,6 +2616,10 @@ static void compare_cfa(struct sctx *c, const struct state *st, const struct cfi
 	}
 	if (v.kind == V_CFA && v.off == 0)
 		return;
+	if (v.kind == V_CFA && sp_has_rule(c, row)) {
+		*base = v.off; /* a CFA that is not the caller's SP, by the row's own say */
+		return;
+	}
 	if (v_undecided(v)) {
 		out->v = VD_NA;
 		out->why = row->cfa.kind == BK_RULE_CFA_EXPRESSION ? CHK_SR_EXPRESSION
@@ -2635,16 +2653,19 @@ static enum verdict holds(struct sk_val have, struct sk_val want)
 	return v_undecided(have) ? VD_NA : VD_DIFF;
 }
 
-/* One compared column's rule against the state. */
+/* One compared column's rule against the state, the CFA at BASE from the
+ * caller's SP (compare_cfa). */
 static void compare_col(struct sctx *c, const struct state *st, const struct cfi_section *sec,
-			const struct srow *row, unsigned i, uint64_t pc, struct cmp_out *out)
+			const struct srow *row, unsigned i, uint64_t pc, int64_t base,
+			struct cmp_out *out)
 {
 	const struct sk_arch *ar = c->ar;
 	unsigned col = ar->cmp_regs[i];
 	const struct cfi_rule *r = &row->col[i];
 	bool is_sp = col == sk_dwarf_of_reg(ar, ar->sp);
 	struct sk_val want = is_sp ? vk(V_CFA, 0) : v_caller(col);
-	struct sk_val cfa = vk(V_CFA, 0), v;
+	struct sk_val cfa = vk(V_CFA, base), v;
+	int64_t at;
 	if (col == ar->ra_col)
 		want.flags |= ra_sign_flags(row->ra_sign); /* RA_SIGN_STATE */
 	out->v = VD_OK;
@@ -2665,10 +2686,20 @@ static void compare_col(struct sctx *c, const struct state *st, const struct cfi
 	case BK_RULE_UNDEFINED:
 		return; /* claims nothing */
 	case BK_RULE_OFFSET:
-		out->v = holds(slot_load(st, 0, r->value, 8), want);
+		if (__builtin_add_overflow(base, r->value, &at)) {
+			out->v = VD_NA;
+			out->why = CHK_SR_BAD_CFI;
+			return;
+		}
+		out->v = holds(slot_load(st, 0, at, 8), want);
 		break;
 	case BK_RULE_VAL_OFFSET:
-		out->v = holds(vk(V_CFA, r->value), want);
+		if (__builtin_add_overflow(base, r->value, &at)) {
+			out->v = VD_NA;
+			out->why = CHK_SR_BAD_CFI;
+			return;
+		}
+		out->v = holds(vk(V_CFA, at), want);
 		break;
 	case BK_RULE_REGISTER: {
 		unsigned reg = sk_reg_of_dwarf(ar, r->reg);
@@ -3226,7 +3257,8 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 		return;
 	}
 	struct cmp_out cfa;
-	compare_cfa(c, st, sec, row, in->addr, &cfa);
+	int64_t base;
+	compare_cfa(c, st, sec, row, in->addr, &cfa, &base);
 	if (cfa.v == VD_NA) {
 		count_na(f, cfa.why, in->addr);
 		return;
@@ -3240,7 +3272,7 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 				       cfa.row, cfa.code);
 	for (unsigned i = 0; i < c->ar->ncmp; i++) {
 		struct cmp_out o;
-		compare_col(c, st, sec, row, i, in->addr, &o);
+		compare_col(c, st, sec, row, i, in->addr, base, &o);
 		if (row->col[i].kind == BK_RULE_NONE && c->ar->cmp_regs[i] == sk_dwarf_of_reg(c->ar, c->ar->sp))
 			continue;
 		if (o.v == VD_NA) {
