@@ -129,14 +129,16 @@ def is_shared_cold(fn, sym):
 
 
 def is_llvm_late_cfa(fn, sym):
-    # x86-64: the CFA offset one adjustment off, at a few instructions that
-    # are no stack operation themselves (the row catches up after them: its
+    # x86-64: in a frame the rows describe (both offsets above the entry's
+    # 8), the CFA offset one adjustment off at a few instructions that are
+    # no stack operation themselves (the row catches up after them: its
     # update was placed late).
     if len(fn) > 16:
         return False
     for x in fn:
         c = x.cfa_regoff()
-        if not c or x.regs or c[0] != "rsp" or c[2] != "rsp" or stack_op(x.op):
+        if not c or x.regs or c[0] != "rsp" or c[2] != "rsp" or stack_op(x.op) or \
+                c[1] <= 8 or c[3] <= 8:
             return False
         delta = abs(c[1] - c[3])
         if delta < 8 or delta > 4096 or delta % 8:
