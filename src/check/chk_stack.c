@@ -31,11 +31,19 @@
  *              jump-table index, once zero-extended from a compare's
  *              width); MAYBE: refined from UNKNOWN, so compared as UNKNOWN
  *
- * The join of two different values is UNKNOWN, except that two values of
- * the NEW family (NEW, TABLE, BOUNDED) join to NEW: neither is a caller's
- * value, so the result is not one either. The lattice is finite and every
- * join goes down, so the fixed point is reached; the work is bounded
+ * The join of two different values is UNKNOWN, except that two BOUNDED
+ * join to their hull (widened at a join along an edge backwards: an
+ * interval that grows there goes to its widest) and two values of the NEW
+ * family (NEW, TABLE, BOUNDED) join to NEW: neither is a caller's value,
+ * so the result is not one either. A state also keeps a few relations
+ * between registers (struct rel: copies plus a constant, the order a
+ * compare of two registers taught), dropped when either is written and
+ * kept at a join only when both paths have them. Every cycle of the code
+ * has an edge backwards, every join there goes down to a lattice of
+ * finite height, so the fixed point is reached; the work is bounded
  * anyway (SK_MAX_STEPS_PER_INSN) and running out is reported ("bound").
+ * An edge a compare excludes (the register's interval and the branch
+ * disagree) is not followed: the analysis only grows with what it joins.
  * Slots are keyed by base (the CFA or an anchor) and offset; a slot not
  * listed holds the state's default: NEW at a function entry (nothing this
  * function stored there is a caller's value), UNKNOWN when analysed from
@@ -82,7 +90,9 @@
 
  * After the fixed point a second pass runs each block again from its
  * leader's final state and compares at every instruction, before it
- * executes: the CFA rule evaluated over the state must be CFA+0; each
+ * executes: the CFA rule evaluated over the state must be CFA+0 (or, when
+ * the row gives the stack pointer's column a rule of its own, any frame
+ * address, the rules evaluated from it and that rule giving CFA+0); each
  * callee-saved register's rule (and the RA column's) must name a location
  * that holds that register's caller value (a register, or a slot: the
  * value may sit in several places at once, and any of them is right: after
@@ -107,7 +117,9 @@
  * decoded instructions kept for callees (SK_CACHE_INSNS), bytes decoded per
  * file (four times the code, plus 16 MiB: overlapping FDEs of a damaged
  * table), expression operations and stack (SK_EXPR_OPS, SK_EXPR_STACK).
- * Reaching one gives the function up ("bound"), nothing else.
+ * Reaching one gives the function up ("bound"), nothing else. Relations
+ * per state (SK_MAX_RELS): the oldest goes when there is no room
+ * (precision lost, no claim made).
  * Trusts its caller for a path; everything read from the file is bounded
  * by the loader, libelf and the bounded reader.
  */
