@@ -18,7 +18,7 @@ _backstep_options()
 	validate) echo "--only --from --method --max-frames --step-all --strict --driver --json
 		-o --output --program-output -q --quiet --remote --qemu --cpu --sysroot
 		--timeout --help" ;;
-	check) echo "--json -v --verbose --stack --baseline --suppress --help" ;;
+	check) echo "--json -v --verbose --stack --max-findings --baseline --suppress --help" ;;
 	report) echo "$samples" ;;
 	record) echo "-F --freq -d --duration -p $samples" ;;
 	esac
