@@ -126,6 +126,7 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,8 +231,19 @@ static struct sk_val v_caller(unsigned col)
 
 static bool v_eq(struct sk_val a, struct sk_val b)
 {
-	return a.kind == b.kind && a.off == b.off && a.aux == b.aux && a.reg == b.reg &&
-	       a.flags == b.flags;
+	/* off, then aux, kind, reg and flags in one word (pad, its top byte
+	 * on a little-endian host, masked off): two compares, not five */
+	uint64_t x, y;
+	_Static_assert(sizeof(struct sk_val) == 16 && offsetof(struct sk_val, aux) == 8 &&
+		       offsetof(struct sk_val, pad) == 15, "sk_val layout");
+	memcpy(&x, (const char *)&a + 8, 8);
+	memcpy(&y, (const char *)&b + 8, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	const uint64_t mask = ~0xffull;
+#else
+	const uint64_t mask = ~(0xffull << 56);
+#endif
+	return a.off == b.off && ((x ^ y) & mask) == 0;
 }
 
 /* None of the tracked quantities, on every path. */
@@ -491,6 +503,13 @@ struct state {
 	struct slot s[SK_MAX_SLOTS];
 };
 
+/* Copy a state: the slots in use only (a state is ~2.3 KiB, most of it
+ * room for slots; the rest is never read). */
+static void state_copy(struct state *dst, const struct state *src)
+{
+	memcpy(dst, src, offsetof(struct state, s) + src->nslots * sizeof(src->s[0]));
+}
+
 static uint32_t v_base(struct sk_val v)
 {
 	return v.kind == V_ANCHOR ? v.aux : 0;
@@ -572,12 +591,14 @@ static void slot_store(struct state *st, uint32_t base, int64_t off, unsigned si
 	st->s[st->nslots++] = (struct slot){ off, base, pushed, v };
 }
 
-static bool slot_pushed(const struct state *st, uint32_t base, int64_t off)
+/* The index of the slot at exactly BASE + OFF (keys are unique in a
+ * state: a store removes the slots it overlaps), or SK_MAX_SLOTS. */
+static unsigned slot_index(const struct state *st, uint32_t base, int64_t off)
 {
 	for (unsigned i = 0; i < st->nslots; i++)
-		if (st->s[i].base == base && st->s[i].off == off)
-			return st->s[i].pushed;
-	return false;
+		if (st->s[i].off == off && st->s[i].base == base)
+			return i;
+	return SK_MAX_SLOTS;
 }
 
 /* ---- Relations ---------------------------------------------------------- */
@@ -725,38 +746,90 @@ static bool state_join(struct state *dst, const struct state *src, unsigned nreg
 		}
 	}
 	uint8_t def = dst->slot_default == V_NEW && src->slot_default == V_NEW ? V_NEW : V_UNKNOWN;
-	struct slot out[2 * SK_MAX_SLOTS];
-	unsigned n = 0;
+	if (src->overflow && !dst->overflow) {
+		dst->overflow = 1;
+		changed = true;
+	}
 	bool same = def == dst->slot_default;
+	/* Most joins meet the same slots in the same order (the paths stored
+	 * alike): slot I of each is the other's (keys are unique in a
+	 * state), so the join is slot by slot, in place (what the general
+	 * merge below gives then: the same order, nothing from SRC alone). */
+	unsigned n = 0, i = 0;
+	if (dst->nslots == src->nslots) {
+		while (i < dst->nslots && dst->s[i].off == src->s[i].off &&
+		       dst->s[i].base == src->s[i].base)
+			i++;
+	}
+	if (i == dst->nslots && dst->nslots == src->nslots) {
+		for (i = 0; i < dst->nslots; i++) {
+			const struct slot *x = &dst->s[i], *y = &src->s[i];
+			if (v_eq(x->v, y->v) && (!x->pushed || y->pushed) &&
+			    !slot_is_default(def, x->v)) {
+				/* unchanged (x->pushed && y->pushed == x->pushed) */
+				if (n != i)
+					dst->s[n] = *x;
+				n++;
+				continue;
+			}
+			struct sk_val j = v_join(x->v, y->v);
+			if (widen)
+				j = v_widen(x->v, j);
+			if (slot_is_default(def, j)) {
+				same = false;
+				continue;
+			}
+			uint32_t pushed = x->pushed && y->pushed;
+			same = same && v_eq(j, x->v) && pushed == x->pushed;
+			dst->s[n++] = (struct slot){ x->off, x->base, pushed, j };
+		}
+		if (same)
+			return changed;
+		dst->nslots = (uint8_t)n;
+		dst->slot_default = def;
+		return true;
+	}
+	/* Otherwise each slot of DST with SRC's value there, then SRC's slots
+	 * DST has not: what slot_load reads (the slot of the same key, else
+	 * the default or unknown), the key looked for first where the last
+	 * one matched, as the orders mostly agree. */
+	struct slot out[2 * SK_MAX_SLOTS];
+	bool matched[SK_MAX_SLOTS] = { false };
+	unsigned hint = 0;
 	for (unsigned i = 0; i < dst->nslots; i++) {
 		const struct slot *x = &dst->s[i];
-		struct sk_val j = v_join(x->v, slot_load(src, x->base, x->off, 8));
+		unsigned k = hint < src->nslots && src->s[hint].off == x->off &&
+			     src->s[hint].base == x->base ? hint : slot_index(src, x->base, x->off);
+		struct sk_val yv;
+		uint32_t ypushed = 0;
+		if (k < src->nslots) {
+			yv = src->s[k].v;
+			ypushed = src->s[k].pushed;
+			matched[k] = true;
+			hint = k + 1;
+		} else {
+			yv = slot_load(src, x->base, x->off, 8);
+		}
+		struct sk_val j = v_join(x->v, yv);
 		if (widen)
 			j = v_widen(x->v, j);
 		if (slot_is_default(def, j)) {
 			same = false;
 			continue;
 		}
-		uint32_t pushed = x->pushed && slot_pushed(src, x->base, x->off);
+		uint32_t pushed = x->pushed && ypushed;
 		same = same && v_eq(j, x->v) && pushed == x->pushed;
 		out[n++] = (struct slot){ x->off, x->base, pushed, j };
 	}
 	for (unsigned i = 0; i < src->nslots; i++) {
 		const struct slot *y = &src->s[i];
-		bool in_dst = false;
-		for (unsigned k = 0; k < dst->nslots && !in_dst; k++)
-			in_dst = dst->s[k].base == y->base && dst->s[k].off == y->off;
-		if (in_dst)
+		if (matched[i])
 			continue;
 		struct sk_val j = v_join(slot_load(dst, y->base, y->off, 8), y->v);
 		if (slot_is_default(def, j))
 			continue;
 		out[n++] = (struct slot){ y->off, y->base, 0, j };
 		same = false;
-	}
-	if (src->overflow && !dst->overflow) {
-		dst->overflow = 1;
-		changed = true;
 	}
 	if (same)
 		return changed;
@@ -2904,7 +2977,7 @@ static void merge_into(struct sctx *c, struct fn *f, size_t k, const struct stat
 			c->nomem = BK_E_NOMEM;
 			return;
 		}
-		memcpy(f->st[k], s, sizeof(*s));
+		state_copy(f->st[k], s);
 		enqueue(f, k);
 		return;
 	}
@@ -2949,7 +3022,7 @@ static void record_cross(struct sctx *c, uint64_t target, const struct state *s)
 		c->nomem = BK_E_NOMEM;
 		return;
 	}
-	memcpy(st, s, sizeof(*st));
+	state_copy(st, s);
 	st->cmp.valid = 0;
 	c->cross = p;
 	p[c->ncross++] = (struct cross){ target, st };
@@ -3142,7 +3215,7 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 {
 	struct state *s = &c->cur;
-	memcpy(s, f->st[i], sizeof(*s));
+	state_copy(s, f->st[i]);
 	const struct sk_arch *ar = c->ar;
 	for (size_t j = i;;) {
 		const struct sk_insn *in = &f->d->in[j];
@@ -3186,7 +3259,7 @@ static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 		case SK_BRANCH:
 			stale_bounds(s, ar->nregs);
 			if (!compare) {
-				memcpy(&c->tmp, s, sizeof(*s));
+				state_copy(&c->tmp, s);
 				if (refine(&c->tmp, in->cond, true)) {
 					c->tmp.cmp.valid = 0;
 					edge(c, f, &c->tmp, in->target, in->addr);
@@ -3216,7 +3289,7 @@ static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 				uint64_t lp = landing_pad(c, f->fe, in->addr);
 				const struct srow *row = lp ? row_for(f, in->addr) : NULL;
 				if (row && row->args_size) {
-					memcpy(&c->tmp, s, sizeof(*s));
+					state_copy(&c->tmp, s);
 					c->tmp.r[ar->sp] = v_add(c->tmp.r[ar->sp],
 								 (int64_t)row->args_size);
 					edge(c, f, &c->tmp, lp, in->addr);
