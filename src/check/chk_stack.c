@@ -900,6 +900,22 @@ struct srow {
 	struct cfi_rule col[SK_MAX_CMP]; /* kind BK_RULE_NONE: no rule */
 };
 
+/* The compare pass's last outcome (compare_insn), replayed at the next
+ * instruction when nothing it read can have changed: the same row, whose
+ * rules read the state only through registers (REGS) and slots, and the
+ * instruction between fell through, stored nothing and wrote none of
+ * REGS. What a rule decides depends on the row and those values alone
+ * (expressions, which may read the PC, are never replayed); a difference
+ * is never replayed (its record names its instruction). */
+enum { MEMO_SKIP = 0, MEMO_OK, MEMO_NA };
+
+struct cmp_memo {
+	const struct srow *row;  /* NULL: nothing to replay */
+	uint64_t regs;
+	uint8_t na;              /* CHK_SR_N: compared; else why not */
+	uint8_t col[SK_MAX_CMP]; /* MEMO_SKIP, MEMO_OK, MEMO_NA + the reason */
+};
+
 /* Per-instruction flags during one function's analysis. */
 #define FL_LEADER 1
 #define FL_REACHED 2
@@ -919,6 +935,7 @@ struct fn {
 	struct srow *rows;
 	size_t nrows, caprows;
 	size_t row_at;           /* compare pass: the row of the last lookup */
+	struct cmp_memo memo;    /* compare pass: the last outcome */
 	bool from_row;
 	/* What went wrong, first occurrence. */
 	int give_up;             /* CHK_SR_* + 1, or 0 */
@@ -3217,6 +3234,7 @@ static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 	struct state *s = &c->cur;
 	state_copy(s, f->st[i]);
 	const struct sk_arch *ar = c->ar;
+	f->memo.row = NULL; /* another state */
 	for (size_t j = i;;) {
 		const struct sk_insn *in = &f->d->in[j];
 		if (!compare) {
@@ -3238,6 +3256,13 @@ static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 		bool realign_loop = false;
 		bool setcmp = apply(c, f, s, j, &realign_loop);
 		s->mb.valid = 0; /* it was for this instruction only */
+		if (compare && f->memo.row) {
+			/* what the last comparison read may have changed */
+			bool stores;
+			if (in->flow != SK_FALL || (insn_writes(f->d, in, &stores) & f->memo.regs) ||
+			    stores)
+				f->memo.row = NULL;
+		}
 		if (realign_loop && !compare) {
 			give_up(f, CHK_SR_REALIGNED, in->addr,
 				"the stack is realigned again at 0x%" PRIx64 " while the last "
@@ -3325,6 +3350,59 @@ static void count_na(struct fn *f, enum chk_stack_reason why, uint64_t addr)
 		f->na_first[why] = addr;
 }
 
+/* The registers ROW's rules read of a state (compare_cfa, compare_col),
+ * into *REGS: false when a rule is an expression (not replayed). */
+static bool memo_regs(const struct sctx *c, const struct srow *row, uint64_t *regs)
+{
+	const struct sk_arch *ar = c->ar;
+	uint64_t r = 0;
+	if (row->cfa.kind != BK_RULE_CFA_REG_OFFSET)
+		return false;
+	r |= reg_bit((uint8_t)sk_reg_of_dwarf(ar, row->cfa.reg));
+	for (unsigned i = 0; i < ar->ncmp; i++) {
+		const struct cfi_rule *rule = &row->col[i];
+		switch (rule->kind) {
+		case BK_RULE_NONE:
+		case BK_RULE_SAME_VALUE:
+			r |= reg_bit((uint8_t)sk_reg_of_dwarf(ar, ar->cmp_regs[i]));
+			break;
+		case BK_RULE_REGISTER:
+			r |= reg_bit((uint8_t)sk_reg_of_dwarf(ar, rule->reg));
+			break;
+		case BK_RULE_EXPRESSION:
+		case BK_RULE_VAL_EXPRESSION:
+		case BK_RULE_CFA_EXPRESSION:
+			return false;
+		default:
+			break; /* no register: a slot, the CFA itself, nothing */
+		}
+	}
+	*regs = r;
+	return true;
+}
+
+/* The last outcome again, at ADDR (compare_insn's counting, without
+ * looking at the state). */
+static void replay(struct sctx *c, struct fn *f, uint64_t addr)
+{
+	const struct cmp_memo *memo = &f->memo;
+	if (memo->na != CHK_SR_N) {
+		count_na(f, (enum chk_stack_reason)memo->na, addr);
+		return;
+	}
+	f->checked++;
+	for (unsigned i = 0; i < c->ar->ncmp; i++) {
+		if (memo->col[i] == MEMO_OK) {
+			c->r->rules_compared++;
+		} else if (memo->col[i] >= MEMO_NA) {
+			unsigned why = memo->col[i] - MEMO_NA;
+			c->r->rules_unknown++;
+			if (!f->rules_na[why]++ && !f->unchecked[why])
+				f->na_first[why] = addr;
+		}
+	}
+}
+
 /* The instruction J against its row, state ST before it runs. */
 static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, size_t j)
 {
@@ -3332,13 +3410,22 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 	const struct cfi_section *sec = &c->secs[f->fe->k];
 	const struct srow *row = row_for(f, in->addr);
 	f->flag[j] |= FL_REACHED;
+	struct cmp_memo *memo = &f->memo;
+	if (row && memo->row == row) {
+		replay(c, f, in->addr);
+		return;
+	}
+	memo->row = NULL;
 	if (!row) {
 		count_na(f, CHK_SR_BAD_CFI, in->addr);
 		return;
 	}
+	bool memo_ok = memo_regs(c, row, &memo->regs);
 	int ra = cmp_index(c->ar, c->ar->ra_col);
 	if (ra >= 0 && row->col[ra].kind == BK_RULE_UNDEFINED) {
 		count_na(f, CHK_SR_OUTERMOST, in->addr);
+		memo->na = CHK_SR_OUTERMOST;
+		memo->row = memo_ok ? row : NULL;
 		return;
 	}
 	struct cmp_out cfa;
@@ -3346,8 +3433,11 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 	compare_cfa(c, st, sec, row, in->addr, &cfa, &base);
 	if (cfa.v == VD_NA) {
 		count_na(f, cfa.why, in->addr);
+		memo->na = (uint8_t)cfa.why;
+		memo->row = memo_ok ? row : NULL;
 		return;
 	}
+	memo->na = CHK_SR_N;
 	f->checked++;
 	char row_text[256], code_text[256], detail[512];
 	size_t dl = 0;
@@ -3358,14 +3448,17 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 	for (unsigned i = 0; i < c->ar->ncmp; i++) {
 		struct cmp_out o;
 		compare_col(c, st, sec, row, i, in->addr, base, &o);
+		memo->col[i] = MEMO_SKIP;
 		if (row->col[i].kind == BK_RULE_NONE && c->ar->cmp_regs[i] == sk_dwarf_of_reg(c->ar, c->ar->sp))
 			continue;
 		if (o.v == VD_NA) {
+			memo->col[i] = (uint8_t)(MEMO_NA + o.why);
 			c->r->rules_unknown++;
 			if (!f->rules_na[o.why]++ && !f->unchecked[o.why])
 				f->na_first[o.why] = in->addr;
 			continue;
 		}
+		memo->col[i] = MEMO_OK;
 		c->r->rules_compared++;
 		if (o.v != VD_DIFF)
 			continue;
@@ -3380,8 +3473,10 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 					       dl ? "; " : "", col_name(c, col, tmp, sizeof(tmp)), o.row,
 					       o.code);
 	}
-	if (!diff_cfa && !diff_ra && !diff_reg)
+	if (!diff_cfa && !diff_ra && !diff_reg) {
+		memo->row = memo_ok ? row : NULL;
 		return;
+	}
 	f->flag[j] |= FL_DIFF;
 	f->diffs++;
 	c->r->diffs++;
