@@ -889,6 +889,7 @@ struct decoded {
 struct got_ent {
 	uint64_t addr;
 	const char *name;
+	bool noreturn;          /* noreturn_name(name), decided once */
 };
 
 /* One row, the compared columns only. */
@@ -1073,7 +1074,7 @@ static int read_got(struct sctx *c)
 			if (!p)
 				return BK_E_NOMEM;
 			c->got = p;
-			p[c->ngot++] = (struct got_ent){ rel.r_offset, name };
+			p[c->ngot++] = (struct got_ent){ rel.r_offset, name, noreturn_name(name) };
 		}
 	}
 	if (c->ngot > 1)
@@ -1081,10 +1082,12 @@ static int read_got(struct sctx *c)
 	return 0;
 }
 
-static const char *got_name(const struct sctx *c, uint64_t addr)
+/* Whether the GOT slot at ADDR is named by a relocation whose symbol
+ * never returns (noreturn_name). */
+static bool got_noreturn(const struct sctx *c, uint64_t addr)
 {
 	size_t lo = BASE_COUNT_LT(c->got, c->ngot, addr, addr);
-	return lo < c->ngot && c->got[lo].addr == addr ? c->got[lo].name : NULL;
+	return lo < c->ngot && c->got[lo].addr == addr && c->got[lo].noreturn;
 }
 
 /* Mark the symbols whose names say they never return: once, before any
@@ -1221,22 +1224,71 @@ static struct fde_ent *fde_starting_at(struct sctx *c, uint64_t addr)
  * action) per call site, the first three relative to lpstart, which is
  * the function's start by default). A table that does not read is
  * ignored: the code behind it is then not reached, never guessed. */
-static int read_lsda(struct sctx *c, uint32_t owner, size_t *cap)
+/* The section the LSDAs lie in, read once (SK_LSDA_SECTION bytes at
+ * most): each LSDA's bytes are then a view of it instead of a copy of
+ * their own. Only when one PT_LOAD segment holds the whole section and no
+ * other overlaps it: every read inside the section is then the one
+ * ldr_read_vaddr makes from that segment, the same bytes. */
+#define SK_LSDA_SECTION (64u << 20)
+
+struct lsda_sec {
+	const struct chk_region *rg;
+	uint8_t *bytes;          /* NULL: read each LSDA on its own */
+};
+
+static void lsda_section(struct sctx *c, const struct chk_region *rg, struct lsda_sec *ls)
+{
+	base_free(ls->bytes);
+	ls->rg = rg;
+	ls->bytes = NULL;
+	if (rg->hi - rg->lo > SK_LSDA_SECTION)
+		return;
+	const struct ldr_elf *e = c->im.ldr;
+	unsigned overlapping = 0;
+	bool holds = false;
+	for (size_t i = 0; i < e->nsegs; i++) {
+		const struct ldr_segment *sg = &e->segs[i];
+		bool overlaps = sg->memsz && (sg->vaddr >= rg->lo ? sg->vaddr < rg->hi
+							      : rg->lo - sg->vaddr < sg->memsz);
+		if (!overlaps)
+			continue;
+		overlapping++;
+		holds = rg->lo >= sg->vaddr && rg->hi - sg->vaddr <= sg->memsz;
+	}
+	if (overlapping != 1 || !holds)
+		return;
+	uint8_t *p = base_alloc((size_t)(rg->hi - rg->lo));
+	if (p && !ldr_read_vaddr(e, rg->lo, p, (size_t)(rg->hi - rg->lo)))
+		ls->bytes = p;
+	else
+		base_free(p);
+}
+
+static int read_lsda(struct sctx *c, uint32_t owner, size_t *cap, struct lsda_sec *ls)
 {
 	struct fde_ent *fe = &c->f[owner];
 	const struct chk_region *rg = chk_region_of(c->im.alloc, c->im.nalloc, fe->lsda);
 	if (!rg)
 		return 0;
 	size_t len = rg->hi - fe->lsda > 65536 ? 65536 : (size_t)(rg->hi - fe->lsda);
-	uint8_t *bytes = base_alloc(len ? len : 1);
-	if (!bytes)
-		return BK_E_NOMEM;
-	if (ldr_read_vaddr(c->im.ldr, fe->lsda, bytes, len)) {
-		base_free(bytes);
-		return 0;
+	if (ls->rg != rg)
+		lsda_section(c, rg, ls);
+	uint8_t *bytes = NULL;
+	const uint8_t *view;
+	if (ls->bytes) {
+		view = ls->bytes + (fe->lsda - rg->lo);
+	} else {
+		bytes = base_alloc(len ? len : 1);
+		if (!bytes)
+			return BK_E_NOMEM;
+		if (ldr_read_vaddr(c->im.ldr, fe->lsda, bytes, len)) {
+			base_free(bytes);
+			return 0;
+		}
+		view = bytes;
 	}
-	struct buf b = buf_make(bytes, len);
-	struct base_ptr_ctx ctx = { .sec_data = bytes, .sec_addr = fe->lsda,
+	struct buf b = buf_make(view, len);
+	struct base_ptr_ctx ctx = { .sec_data = view, .sec_addr = fe->lsda,
 				    .func_addr = fe->lo, .addr_size = 8 };
 	uint8_t lp_enc, tt_enc, cs_enc;
 	uint64_t lpstart = fe->lo, v, cs_len;
@@ -1283,13 +1335,17 @@ static int cmp_lp_addr(const void *a, const void *b)
 static int read_landing_pads(struct sctx *c)
 {
 	size_t cap = 0;
+	struct lsda_sec ls = { NULL, NULL };
 	for (size_t i = 0; i < c->nf; i++) {
-		int err = c->f[i].lsda ? read_lsda(c, (uint32_t)i, &cap) : 0;
-		if (err)
+		int err = c->f[i].lsda ? read_lsda(c, (uint32_t)i, &cap, &ls) : 0;
+		if (!err && c->nlps > UINT32_MAX / 2)
+			err = BK_E_LIMIT;
+		if (err) {
+			base_free(ls.bytes);
 			return err;
-		if (c->nlps > UINT32_MAX / 2)
-			return BK_E_LIMIT;
+		}
 	}
+	base_free(ls.bytes);
 	c->lp_by_addr = base_alloc((c->nlps ? c->nlps : 1) * sizeof(uint32_t));
 	if (!c->lp_by_addr)
 		return BK_E_NOMEM;
@@ -1359,8 +1415,7 @@ static bool target_noreturn_known(struct sctx *c, uint64_t target, bool via_mem)
 	if (!target)
 		return false;
 	if (via_mem) {
-		const char *n = got_name(c, target);
-		return n && noreturn_name(n);
+		return got_noreturn(c, target);
 	}
 	struct sym_symbol *s = chk_image_sym_at(&c->im, target);
 	if (s && c->sym_noreturn && c->sym_noreturn[s - c->im.syms->syms])
@@ -1375,10 +1430,8 @@ static bool target_noreturn_known(struct sctx *c, uint64_t target, bool via_mem)
 			struct sk_mop sm[SK_MAX_MOPS];
 			c->ar->decode(c->dec, rg->data + (pos - rg->lo), (size_t)(rg->hi - pos), pos,
 				      &si, sm);
-			if (si.flow == SK_IJUMP && si.target) {
-				const char *n = got_name(c, si.target);
-				return n && noreturn_name(n);
-			}
+			if (si.flow == SK_IJUMP && si.target)
+				return got_noreturn(c, si.target);
 			if (si.flow != SK_FALL)
 				break;
 			pos += si.len;
