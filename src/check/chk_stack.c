@@ -500,6 +500,10 @@ struct state {
 	uint8_t nslots;
 	uint8_t slot_default;   /* V_NEW or V_UNKNOWN */
 	uint8_t overflow;       /* a slot did not fit: the analysis gives up */
+	uint32_t slot_gen;      /* counts the stores into slots (the compare
+				 * pass's memo: slots unchanged since) */
+	uint8_t fresh;          /* some value may be BOUNDED with VF_FRESH (0:
+				 * none is; stale_bounds has nothing to do) */
 	struct slot s[SK_MAX_SLOTS];
 };
 
@@ -521,19 +525,24 @@ static bool slot_is_default(uint8_t def, struct sk_val v)
 	return def == V_NEW ? v_other(v) : v.kind == V_UNKNOWN;
 }
 
+static unsigned slot_index(const struct state *st, uint32_t base, int64_t off);
+
+/* What SIZE bytes at BASE + OFF hold: a slot's value (8 bytes, exactly
+ * its key: keys are unique), else unknown when a slot overlaps them or
+ * the state's default is, else NEW (fewer than 8 bytes: a NEW value,
+ * zero-extended when 4 or fewer, whatever is there). */
 static struct sk_val slot_load(const struct state *st, uint32_t base, int64_t off, unsigned size)
 {
-	bool overlap = false;
-	for (unsigned i = 0; i < st->nslots; i++) {
-		const struct slot *s = &st->s[i];
-		if (s->base != base || s->off >= off + (int64_t)size || off >= s->off + 8)
-			continue;
-		if (s->off == off && size == 8)
-			return s->v;
-		overlap = true;
-	}
 	if (size < 8)
 		return v_new(size <= 4);
+	unsigned k = slot_index(st, base, off);
+	if (k < st->nslots)
+		return st->s[k].v;
+	bool overlap = false;
+	for (unsigned i = 0; i < st->nslots && !overlap; i++) {
+		const struct slot *s = &st->s[i];
+		overlap = s->base == base && s->off < off + (int64_t)size && off < s->off + 8;
+	}
 	if (overlap || st->slot_default == V_UNKNOWN)
 		return v_unknown;
 	return v_new(false);
@@ -563,6 +572,7 @@ static void slot_store(struct state *st, uint32_t base, int64_t off, unsigned si
 		       struct sk_val v, bool pushed)
 {
 	unsigned j = 0;
+	st->slot_gen++;
 	bool unknown_range = size != 8 && v.kind == V_UNKNOWN;
 	for (unsigned i = 0; i < st->nslots; i++) {
 		struct slot *s = &st->s[i];
@@ -750,6 +760,7 @@ static bool state_join(struct state *dst, const struct state *src, unsigned nreg
 		dst->overflow = 1;
 		changed = true;
 	}
+	dst->fresh |= src->fresh; /* (a join's values are the two states') */
 	bool same = def == dst->slot_default;
 	/* Most joins meet the same slots in the same order (the paths stored
 	 * alike): slot I of each is the other's (keys are unique in a
@@ -903,9 +914,9 @@ struct srow {
 
 /* The compare pass's last outcome (compare_insn), replayed at the next
  * instruction when nothing it read can have changed: the same row, whose
- * rules read the state only through registers (REGS) and slots, and the
- * instruction between fell through, stored nothing and wrote none of
- * REGS. What a rule decides depends on the row and those values alone
+ * rules read the state only through registers (REGS) and slots, no store
+ * into a slot since (slot_gen), and the instruction between fell through
+ * and wrote none of REGS. What a rule decides depends on the row and those values alone
  * (expressions, which may read the PC, are never replayed); a difference
  * is never replayed (its record names its instruction). */
 enum { MEMO_SKIP = 0, MEMO_OK, MEMO_NA };
@@ -913,6 +924,7 @@ enum { MEMO_SKIP = 0, MEMO_OK, MEMO_NA };
 struct cmp_memo {
 	const struct srow *row;  /* NULL: nothing to replay */
 	uint64_t regs;
+	uint32_t slot_gen;       /* the state's slot_gen then */
 	uint8_t na;              /* CHK_SR_N: compared; else why not */
 	uint8_t col[SK_MAX_CMP]; /* MEMO_SKIP, MEMO_OK, MEMO_NA + the reason */
 };
@@ -976,6 +988,11 @@ struct sctx {
 	struct fde_ent *current; /* being analysed: its decoded code is in use */
 	/* Scratch reused from function to function. */
 	struct state cur, tmp;
+	/* Block states of functions done, kept for the next ones (a state is
+	 * ~2.3 KiB: malloc and free at every leader of every function). At
+	 * most as many as one function had. */
+	struct state **pool;
+	size_t npool, cappool;
 	uint8_t *scan_seen;
 	size_t scan_cap;
 	uint64_t decoded_total, decode_budget; /* instructions decoded in all */
@@ -2026,6 +2043,8 @@ static bool apply(struct sctx *c, const struct fn *f, struct state *st, size_t j
 			break;
 		case SK_MOP_LOAD:
 			a = load(c, st, m);
+			if (a.kind == V_BOUNDED && (a.flags & VF_FRESH))
+				st->fresh = 1;
 			set_reg(ar, st, m->dst, m->flags & SK_F_W32 ? v_w32(a) : a);
 			break;
 		case SK_MOP_STORE:
@@ -2175,6 +2194,7 @@ static bool apply(struct sctx *c, const struct fn *f, struct state *st, size_t j
 static void call_effects(const struct sk_arch *ar, struct state *st, uint64_t keep)
 {
 	uint64_t cl = ar->call_clobbered & ~keep;
+	st->slot_gen++;
 	while (cl) {
 		unsigned r = (unsigned)__builtin_ctzll(cl);
 		cl &= cl - 1;
@@ -2226,6 +2246,9 @@ static bool cmp_survives(const struct state *st, const struct decoded *d, const 
  * read with the compare's bound. */
 static void stale_bounds(struct state *st, unsigned nregs)
 {
+	if (!st->fresh)
+		return;
+	st->fresh = 0;
 	for (unsigned r = 0; r < nregs; r++)
 		if (st->r[r].kind == V_BOUNDED)
 			st->r[r].flags &= (uint8_t)~VF_FRESH;
@@ -2245,6 +2268,8 @@ static bool bound_reg(struct state *st, unsigned r, unsigned w, uint64_t lo, uin
 		return true;
 	struct sk_val *v = &st->r[r];
 	uint8_t fresh = hi < low_max(w) ? VF_FRESH : 0;
+	if (fresh)
+		st->fresh = 1;
 	if (v->kind == V_BOUNDED && v->reg == 8 && v->aux <= low_max(w)) {
 		/* bounded whole and fits W bytes: the compare is on the whole
 		 * value */
@@ -3042,7 +3067,7 @@ static void merge_into(struct sctx *c, struct fn *f, size_t k, const struct stat
 				SK_MAX_STATES);
 			return;
 		}
-		f->st[k] = base_alloc(sizeof(struct state));
+		f->st[k] = c->npool ? c->pool[--c->npool] : base_alloc(sizeof(struct state));
 		if (!f->st[k]) {
 			c->nomem = BK_E_NOMEM;
 			return;
@@ -3141,10 +3166,11 @@ static size_t past_prefixes(const struct fn *f, uint64_t target)
 	return k - 1;
 }
 
-/* A control transfer to TARGET with state S (analysis pass only). */
-static void edge(struct sctx *c, struct fn *f, const struct state *s, uint64_t target,
-		 uint64_t from)
+/* A control transfer to TARGET with state S from instruction J (analysis
+ * pass only). */
+static void edge(struct sctx *c, struct fn *f, const struct state *s, uint64_t target, size_t j)
 {
+	uint64_t from = f->d->in[j].addr;
 	if (target < f->fe->lo || target >= f->fe->hi) {
 		/* leaves the function: a tail call, or into a .cold part */
 		if (c->recording)
@@ -3161,7 +3187,6 @@ static void edge(struct sctx *c, struct fn *f, const struct state *s, uint64_t t
 		return;
 	}
 	make_leader(f, k);
-	size_t j = BASE_COUNT_LT(f->d->in, f->d->n, addr, from);
 	merge_into(c, f, k, s, j);
 }
 
@@ -3229,7 +3254,7 @@ static void ijump_table(struct sctx *c, struct fn *f, const struct state *s, siz
 				"jump table at 0x%" PRIx64 " not in the file", t->table);
 			return;
 		}
-		edge(c, f, s, target, in->addr);
+		edge(c, f, s, target, j);
 		if (f->give_up || c->nomem)
 			return;
 	}
@@ -3246,7 +3271,7 @@ static void ijump(struct sctx *c, struct fn *f, const struct state *s, size_t j)
 	if (v.kind == V_CONST) {
 		/* a label's address (vfprintf's `lea rax, [rip + L]; ...; jmp
 		 * rax`), or a function's: a tail call */
-		edge(c, f, s, (uint64_t)v.off, in->addr);
+		edge(c, f, s, (uint64_t)v.off, j);
 		return;
 	}
 	if (v.kind != V_TABLE) {
@@ -3310,10 +3335,10 @@ static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 		bool setcmp = apply(c, f, s, j, &realign_loop);
 		s->mb.valid = 0; /* it was for this instruction only */
 		if (compare && f->memo.row) {
-			/* what the last comparison read may have changed */
+			/* what the last comparison read may have changed (a
+			 * store into a slot: slot_gen) */
 			bool stores;
-			if (in->flow != SK_FALL || (insn_writes(f->d, in, &stores) & f->memo.regs) ||
-			    stores)
+			if (in->flow != SK_FALL || (insn_writes(f->d, in, &stores) & f->memo.regs))
 				f->memo.row = NULL;
 		}
 		if (realign_loop && !compare) {
@@ -3332,7 +3357,7 @@ static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 			break;
 		case SK_JUMP:
 			if (!compare)
-				edge(c, f, s, in->target, in->addr);
+				edge(c, f, s, in->target, j);
 			return;
 		case SK_BRANCH:
 			stale_bounds(s, ar->nregs);
@@ -3340,7 +3365,7 @@ static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 				state_copy(&c->tmp, s);
 				if (refine(&c->tmp, in->cond, true)) {
 					c->tmp.cmp.valid = 0;
-					edge(c, f, &c->tmp, in->target, in->addr);
+					edge(c, f, &c->tmp, in->target, j);
 				}
 			}
 			if (!refine(s, in->cond, false))
@@ -3370,9 +3395,9 @@ static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 					state_copy(&c->tmp, s);
 					c->tmp.r[ar->sp] = v_add(c->tmp.r[ar->sp],
 								 (int64_t)row->args_size);
-					edge(c, f, &c->tmp, lp, in->addr);
+					edge(c, f, &c->tmp, lp, j);
 				} else if (lp) {
-					edge(c, f, s, lp, in->addr);
+					edge(c, f, s, lp, j);
 				}
 			}
 			if (noreturn)
@@ -3464,7 +3489,7 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 	const struct srow *row = row_for(f, in->addr);
 	f->flag[j] |= FL_REACHED;
 	struct cmp_memo *memo = &f->memo;
-	if (row && memo->row == row) {
+	if (row && memo->row == row && memo->slot_gen == st->slot_gen) {
 		replay(c, f, in->addr);
 		return;
 	}
@@ -3474,6 +3499,7 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 		return;
 	}
 	bool memo_ok = memo_regs(c, row, &memo->regs);
+	memo->slot_gen = st->slot_gen;
 	int ra = cmp_index(c->ar, c->ar->ra_col);
 	if (ra >= 0 && row->col[ra].kind == BK_RULE_UNDEFINED) {
 		count_na(f, CHK_SR_OUTERMOST, in->addr);
@@ -3705,11 +3731,21 @@ static void conclude(struct sctx *c, struct fn *f, bool skipped)
 			    f->na_first[main]);
 }
 
-static void free_fn(struct fn *f)
+static void free_fn(struct sctx *c, struct fn *f)
 {
 	if (f->st)
-		for (size_t i = 0; i < f->d->n; i++)
-			base_free(f->st[i]);
+		for (size_t i = 0; i < f->d->n; i++) {
+			if (!f->st[i])
+				continue;
+			struct state **p = base_grow(c->pool, &c->cappool, c->npool + 1,
+						     sizeof(*p), 64);
+			if (!p) {
+				base_free(f->st[i]);
+				continue;
+			}
+			c->pool = p;
+			c->pool[c->npool++] = f->st[i];
+		}
 	base_free(f->st);
 	base_free(f->flag);
 	base_free(f->work);
@@ -3896,7 +3932,7 @@ out:
 		conclude(c, &f, skipped);
 	}
 	if (f.d)
-		free_fn(&f);
+		free_fn(c, &f);
 	*rows = f.rows;
 	*caprows = f.caprows;
 	c->current = NULL;
@@ -4110,6 +4146,9 @@ out:
 	base_free(c->cross);
 	base_free(c->sym_noreturn);
 	base_free(c->scan_seen);
+	for (size_t i = 0; i < c->npool; i++)
+		base_free(c->pool[i]);
+	base_free(c->pool);
 	if (c->dec)
 		c->ar->close(c->dec);
 	chk_image_close(&c->im);
