@@ -613,6 +613,11 @@ static unsigned slot_index(const struct state *st, uint32_t base, int64_t off)
 
 /* ---- Relations ---------------------------------------------------------- */
 
+static uint64_t reg_bit(uint8_t r)
+{
+	return r < 64 ? 1ull << r : 0;
+}
+
 static bool rel_eq(const struct rel *x, const struct rel *y)
 {
 	return x->kind == y->kind && x->a == y->a && x->b == y->b && x->w == y->w && x->k == y->k;
@@ -641,6 +646,17 @@ static void rel_kill(struct state *st, unsigned r)
 	unsigned j = 0;
 	for (unsigned i = 0; i < st->nrel; i++)
 		if (st->rel[i].a != r && st->rel[i].b != r)
+			st->rel[j++] = st->rel[i];
+	st->nrel = (uint8_t)j;
+}
+
+/* Forget what is known of the registers in MASK (bit = register): what
+ * rel_kill of each does, in one pass. */
+static void rel_kill_set(struct state *st, uint64_t mask)
+{
+	unsigned j = 0;
+	for (unsigned i = 0; i < st->nrel; i++)
+		if (!((reg_bit(st->rel[i].a) | reg_bit(st->rel[i].b)) & mask))
 			st->rel[j++] = st->rel[i];
 	st->nrel = (uint8_t)j;
 }
@@ -1417,10 +1433,6 @@ static uint64_t insn_writes(const struct decoded *d, const struct sk_insn *in, b
 	return w;
 }
 
-static uint64_t reg_bit(uint8_t r)
-{
-	return r < 64 ? 1ull << r : 0;
-}
 
 /* ---- Does a callee return? ---------------------------------------------- */
 
@@ -2170,12 +2182,10 @@ static bool apply(struct sctx *c, const struct fn *f, struct state *st, size_t j
 		unsigned r = (unsigned)__builtin_ctzll(cl);
 		cl &= cl - 1;
 		set_reg(ar, st, (uint8_t)r, v_new((in->clobber32 >> r) & 1));
-		if (st->nrel)
-			rel_kill(st, r);
 	}
 	st->r[SK_TMP] = v_unknown;
 	if (st->nrel)
-		rel_kill(st, SK_TMP);
+		rel_kill_set(st, in->clobber | reg_bit(SK_TMP));
 	return setcmp;
 }
 
@@ -2195,12 +2205,12 @@ static void call_effects(const struct sk_arch *ar, struct state *st, uint64_t ke
 {
 	uint64_t cl = ar->call_clobbered & ~keep;
 	st->slot_gen++;
+	if (st->nrel)
+		rel_kill_set(st, cl);
 	while (cl) {
 		unsigned r = (unsigned)__builtin_ctzll(cl);
 		cl &= cl - 1;
 		st->r[r] = v_unknown;
-		if (st->nrel)
-			rel_kill(st, r);
 	}
 	struct sk_val sp = st->r[ar->sp];
 	unsigned j = 0;
