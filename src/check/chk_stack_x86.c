@@ -1,5 +1,8 @@
 /* x86-64 instruction semantics for the stack analysis (chk_stack.h):
- * Capstone's decoding (src/insn) turned into micro-operations.
+ * an instruction's operands (Capstone's description of them: src/insn,
+ * or the fast path's below, which fills the same fields for the frequent
+ * encodings without Capstone) turned into micro-operations by one
+ * function, x86_decode_insn.
  *
  * What is modelled exactly: push and pop of registers, immediates, memory
  * and flags (16-bit forms move rsp by 2), enter, leave, mov/movabs and
