@@ -15,7 +15,10 @@
  *  - for a table of hand-picked encodings (each form the fast path takes,
  *    and the prefixed or odd ones it leaves to Capstone), each also cut
  *    short at every length (a truncated instruction decodes as neither
- *    path reading past the end).
+ *    path reading past the end);
+ *  - for 300,000 random encodings around the fast path's (prefixes, then
+ *    an opcode it reads or any, then random bytes; a fixed seed), some
+ *    cut short.
  *
  * Prints the share of the swept instructions the fast path decoded.
  *
@@ -279,6 +282,60 @@ static const char *const table[] = {
 	"0f2944 2410", "660fefc0", "c5f9efc0", "c5fc77", "62f17d48 6f00",
 };
 
+/* Random encodings around the ones the fast path reads: a few prefixes
+ * (legacy ones, REX, repeated, in any order), an opcode byte the fast
+ * path knows half the time (else any byte, 0F then any byte a quarter of
+ * the time), then random bytes; each decoded whole and cut short at a
+ * random length. A fixed seed (xorshift64): the same strings every run. */
+static void random_encodings(unsigned long count)
+{
+	static const uint8_t prefixes[] = { 0x66, 0x66, 0xf2, 0xf3, 0x2e, 0x3e, 0x64, 0x65, 0x67,
+					    0xf0, 0x26, 0x36, 0x40, 0x41, 0x44, 0x48, 0x49, 0x4c,
+					    0x4f, 0x45 };
+	static const uint8_t opcodes[] = {
+		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x20, 0x21,
+		0x22, 0x23, 0x24, 0x25, 0x28, 0x29, 0x2a, 0x2b, 0x2c, 0x2d, 0x30, 0x31, 0x32, 0x33,
+		0x34, 0x35, 0x38, 0x39, 0x3a, 0x3b, 0x3c, 0x3d, 0x10, 0x11, 0x18, 0x19, 0x50, 0x53,
+		0x55, 0x58, 0x5d, 0x5f, 0x63, 0x69, 0x6b, 0x70, 0x74, 0x7f, 0x80, 0x81, 0x83, 0x84,
+		0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8b, 0x8d, 0x90, 0x98, 0x99, 0xa8, 0xa9, 0xb0,
+		0xb7, 0xb8, 0xbf, 0xc1, 0xc3, 0xc6, 0xc7, 0xc9, 0xcc, 0xd1, 0xd3, 0xe8, 0xe9, 0xeb,
+		0xf4, 0xf6, 0xf7, 0xfe, 0xff,
+	};
+	static const uint8_t opcodes0f[] = { 0x05, 0x0b, 0x1e, 0x1f, 0x40, 0x44, 0x4f, 0x80, 0x84,
+					     0x8f, 0x90, 0x94, 0x95, 0x9f, 0xaf, 0xb6, 0xb7, 0xbe,
+					     0xbf };
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+#define NEXT() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
+	for (unsigned long i = 0; i < count; i++) {
+		uint8_t b[24];
+		size_t n = 0;
+		unsigned npre = (unsigned)(NEXT() % 4);
+		if (NEXT() % 4 == 0)
+			npre = 0;
+		for (unsigned k = 0; k < npre; k++)
+			b[n++] = prefixes[NEXT() % sizeof(prefixes)];
+		unsigned pick = (unsigned)(NEXT() % 4);
+		if (pick < 2) {
+			b[n++] = opcodes[NEXT() % sizeof(opcodes)];
+		} else if (pick == 2) {
+			b[n++] = 0x0f;
+			b[n++] = NEXT() % 2 ? opcodes0f[NEXT() % sizeof(opcodes0f)] : (uint8_t)NEXT();
+		} else {
+			b[n++] = (uint8_t)NEXT();
+		}
+		while (n < sizeof(b))
+			b[n++] = (uint8_t)NEXT();
+		size_t cut = NEXT() % 3 ? sizeof(b) : (size_t)(NEXT() % 16);
+		uint8_t *p = malloc(cut ? cut : 1);
+		if (!p)
+			return;
+		memcpy(p, b, cut);
+		compare(p, cut, 0x7ffff000 + (NEXT() % 4096), "random");
+		free(p);
+	}
+#undef NEXT
+}
+
 static size_t parse_hex(const char *s, uint8_t *out, size_t cap)
 {
 	size_t n = 0;
@@ -327,6 +384,13 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("table: %zu encodings, %lu cuts\n", BK_ARRAY_LEN(table), entries);
+	unsigned long before = failures;
+	uint64_t all0, fast0, all1, fast1;
+	chk_stack_x86_counts(fast, &all0, &fast0);
+	random_encodings(300000);
+	chk_stack_x86_counts(fast, &all1, &fast1);
+	printf("random: 300000 encodings (%llu by the fast path), %lu differences\n",
+	       (unsigned long long)(fast1 - fast0), failures - before);
 	elf_version(EV_CURRENT);
 	if (argi < argc) {
 		for (int i = argi; i < argc; i++)
