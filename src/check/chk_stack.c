@@ -654,8 +654,10 @@ static void rel_kill(struct state *st, unsigned r)
  * rel_kill of each does, in one pass. */
 static void rel_kill_set(struct state *st, uint64_t mask)
 {
-	unsigned j = 0;
-	for (unsigned i = 0; i < st->nrel; i++)
+	unsigned j = 0, i = 0;
+	while (i < st->nrel && !((reg_bit(st->rel[i].a) | reg_bit(st->rel[i].b)) & mask))
+		i++; /* (mostly none goes: nothing to move) */
+	for (j = i; i < st->nrel; i++)
 		if (!((reg_bit(st->rel[i].a) | reg_bit(st->rel[i].b)) & mask))
 			st->rel[j++] = st->rel[i];
 	st->nrel = (uint8_t)j;
@@ -956,6 +958,8 @@ struct fn {
 	struct decoded *d;
 	const struct chk_region *rg;
 	uint8_t *flag;
+	uint32_t *tgt;           /* a direct jump's or branch's target's index
+				  * (UINT32_MAX: none in the function) */
 	struct state **st;       /* the state at each reached leader */
 	uint64_t *work;          /* bitmap of leaders to run */
 	size_t work_lo;          /* no bit below this is set */
@@ -3187,7 +3191,8 @@ static void edge(struct sctx *c, struct fn *f, const struct state *s, uint64_t t
 			record_cross(c, target, s);
 		return;
 	}
-	size_t k = index_of(f->d, target);
+	size_t k = target == f->d->in[j].target && f->tgt[j] != UINT32_MAX ? f->tgt[j]
+									    : index_of(f->d, target);
 	if (k == SIZE_MAX)
 		k = past_prefixes(f, target);
 	if (k == SIZE_MAX) {
@@ -3759,9 +3764,11 @@ static void free_fn(struct sctx *c, struct fn *f)
 	base_free(f->st);
 	base_free(f->flag);
 	base_free(f->work);
+	base_free(f->tgt);
 	f->st = NULL;
 	f->flag = NULL;
 	f->work = NULL;
+	f->tgt = NULL;
 }
 
 static void analyse(struct sctx *c, struct fde_ent *fe, struct srow **rows, size_t *caprows)
@@ -3823,7 +3830,8 @@ static void analyse(struct sctx *c, struct fde_ent *fe, struct srow **rows, size
 	f.flag = base_calloc(n, 1);
 	f.st = base_calloc(n, sizeof(*f.st));
 	f.work = base_calloc((n + 63) / 64, sizeof(uint64_t));
-	if (!f.flag || !f.st || !f.work) {
+	f.tgt = base_alloc((n ? n : 1) * sizeof(*f.tgt));
+	if (!f.flag || !f.st || !f.work || !f.tgt) {
 		c->nomem = BK_E_NOMEM;
 		goto out;
 	}
@@ -3832,11 +3840,14 @@ static void analyse(struct sctx *c, struct fde_ent *fe, struct srow **rows, size
 	f.flag[0] = FL_LEADER;
 	for (size_t i = 0; i < n; i++) {
 		const struct sk_insn *in = &f.d->in[i];
+		f.tgt[i] = UINT32_MAX;
 		if ((in->flow == SK_JUMP || in->flow == SK_BRANCH) && in->target >= fe->lo &&
 		    in->target < fe->hi) {
 			size_t k = index_of(f.d, in->target);
-			if (k != SIZE_MAX)
+			if (k != SIZE_MAX) {
 				f.flag[k] |= FL_LEADER;
+				f.tgt[i] = (uint32_t)k; /* n <= SK_MAX_INSNS */
+			}
 		}
 	}
 	/* Entries. A function: its start, with the call site's state. A
