@@ -1162,18 +1162,36 @@ static int decode_range(struct sctx *c, const struct chk_region *rg, uint64_t lo
 {
 	d->n = d->nmop = 0;
 	uint64_t pos = lo;
+	/* Room for the code's instructions at about four bytes each (grown
+	 * when that was too few): no realloc of a long function's arrays
+	 * again and again. */
+	size_t guess = (size_t)((hi - lo) / 4 < SK_MAX_INSNS ? (hi - lo) / 4 : SK_MAX_INSNS) + 16;
+	struct sk_insn *in0 = base_grow(d->in, &d->cap, guess, sizeof(*in0), 256);
+	struct sk_mop *m0 = in0 ? base_grow(d->mop, &d->capmop, guess + SK_MAX_MOPS, sizeof(*m0), 256)
+				: NULL;
+	if (in0)
+		d->in = in0;
+	if (m0)
+		d->mop = m0;
+	if (!in0 || !m0)
+		return BK_E_NOMEM;
 	while (pos < hi) {
 		if (d->n >= SK_MAX_INSNS)
 			return BK_E_LIMIT;
-		struct sk_insn *in = base_grow(d->in, &d->cap, d->n + 1, sizeof(*in), 256);
-		if (!in)
-			return BK_E_NOMEM;
-		d->in = in;
-		struct sk_mop *m = base_grow(d->mop, &d->capmop, d->nmop + SK_MAX_MOPS, sizeof(*m), 256);
-		if (!m)
-			return BK_E_NOMEM;
-		d->mop = m;
-		in = &d->in[d->n];
+		if (d->n + 1 > d->cap) {
+			struct sk_insn *in = base_grow(d->in, &d->cap, d->n + 1, sizeof(*in), 256);
+			if (!in)
+				return BK_E_NOMEM;
+			d->in = in;
+		}
+		if (d->nmop + SK_MAX_MOPS > d->capmop) {
+			struct sk_mop *m = base_grow(d->mop, &d->capmop, d->nmop + SK_MAX_MOPS,
+						     sizeof(*m), 256);
+			if (!m)
+				return BK_E_NOMEM;
+			d->mop = m;
+		}
+		struct sk_insn *in = &d->in[d->n];
 		c->ar->decode(c->dec, rg->data + (pos - rg->lo), (size_t)(hi - pos), pos, in,
 			      &d->mop[d->nmop]);
 		in->mop = (uint32_t)d->nmop;
