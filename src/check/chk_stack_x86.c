@@ -814,9 +814,49 @@ static const uint16_t setcc_ids[16] = {
 	X86_INS_SETL, X86_INS_SETGE, X86_INS_SETLE, X86_INS_SETG,
 };
 
+/* SSE2 forms (0F xx under a mandatory prefix: none, 66 or F3) whose
+ * operands are an xmm register and an xmm register or 16 bytes of memory:
+ * loads and operations (the register written: V, W) and stores (W, V).
+ * ACC: the first operand's access; for a store to memory Capstone 4's
+ * (movdqa, movups and movupd read it: no store is seen). */
+enum { PFX_NONE, PFX_66, PFX_F3 };
+
+struct sse_form {
+	uint8_t op, pfx, store;
+	uint8_t acc, mem_acc;   /* the first operand's: register, memory */
+	uint16_t id;
+};
+
 #define AC_R CS_AC_READ
 #define AC_W CS_AC_WRITE
 #define AC_RW (CS_AC_READ | CS_AC_WRITE)
+
+static const struct sse_form sse_forms[] = {
+	{ 0x6f, PFX_66, 0, AC_W, 0, X86_INS_MOVDQA },
+	{ 0x6f, PFX_F3, 0, AC_W, 0, X86_INS_MOVDQU },
+	{ 0x28, PFX_NONE, 0, AC_W, 0, X86_INS_MOVAPS },
+	{ 0x28, PFX_66, 0, AC_W, 0, X86_INS_MOVAPD },
+	{ 0x10, PFX_NONE, 0, AC_W, 0, X86_INS_MOVUPS },
+	{ 0x10, PFX_66, 0, AC_W, 0, X86_INS_MOVUPD },
+	{ 0x7f, PFX_66, 1, AC_W, AC_R, X86_INS_MOVDQA },
+	{ 0x7f, PFX_F3, 1, AC_W, AC_W, X86_INS_MOVDQU },
+	{ 0x29, PFX_NONE, 1, AC_W, AC_W, X86_INS_MOVAPS },
+	{ 0x29, PFX_66, 1, AC_W, AC_W, X86_INS_MOVAPD },
+	{ 0x11, PFX_NONE, 1, AC_W, AC_R, X86_INS_MOVUPS },
+	{ 0x11, PFX_66, 1, AC_W, AC_R, X86_INS_MOVUPD },
+	{ 0xef, PFX_66, 0, AC_RW, 0, X86_INS_PXOR },
+	{ 0x74, PFX_66, 0, AC_RW, 0, X86_INS_PCMPEQB },
+	{ 0x75, PFX_66, 0, AC_RW, 0, X86_INS_PCMPEQW },
+	{ 0x76, PFX_66, 0, AC_RW, 0, X86_INS_PCMPEQD },
+	{ 0x64, PFX_66, 0, AC_RW, 0, X86_INS_PCMPGTB },
+	{ 0xfc, PFX_66, 0, AC_RW, 0, X86_INS_PADDB },
+	{ 0xf8, PFX_66, 0, AC_RW, 0, X86_INS_PSUBB },
+	{ 0xdb, PFX_66, 0, AC_RW, 0, X86_INS_PAND },
+	{ 0xdf, PFX_66, 0, AC_RW, 0, X86_INS_PANDN },
+	{ 0xeb, PFX_66, 0, AC_RW, 0, X86_INS_POR },
+	{ 0xda, PFX_66, 0, AC_RW, 0, X86_INS_PMINUB },
+	{ 0x6c, PFX_66, 0, AC_RW, 0, X86_INS_PUNPCKLQDQ },
+};
 
 /* One instruction being read: a bounded reader over at most FAST_MAX_LEN
  * bytes, and its prefixes. */
@@ -957,6 +997,24 @@ static void op_gr(struct fast *f, uint8_t modrm, unsigned size, uint8_t access)
 	op_reg(f, gpr(f, ((modrm >> 3) & 7) | ((f->rex & 4) << 1), size), size, access);
 }
 
+/* The ModRM byte's r/m operand as an xmm register or 16 bytes of memory,
+ * and its reg operand as an xmm register. */
+static bool op_xrm(struct fast *f, uint8_t modrm, uint8_t access)
+{
+	if ((modrm >> 6) == 3) {
+		unsigned n = (modrm & 7) | ((f->rex & 1) << 3);
+		op_reg(f, (uint16_t)(X86_REG_XMM0 + n), 16, access);
+		return true;
+	}
+	return op_rm(f, modrm, 16, access);
+}
+
+static void op_xr(struct fast *f, uint8_t modrm, uint8_t access)
+{
+	unsigned n = ((modrm >> 3) & 7) | ((f->rex & 4) << 1);
+	op_reg(f, (uint16_t)(X86_REG_XMM0 + n), 16, access);
+}
+
 /* An immediate of IMM_LEN bytes for an operation of OPSIZE bytes, as
  * Capstone 4 reports it: an imm8 sign-extended to a wider operand (83,
  * 6B) as a signed 64-bit number, masked to the operand's width for the
@@ -1018,7 +1076,7 @@ static bool fast_decode(const uint8_t *p, size_t len, uint64_t addr, cs_insn *ci
 	struct fast f = { .p = p, .n = len < FAST_MAX_LEN ? len : FAST_MAX_LEN, .opsize = 4,
 			  .seg = X86_REG_INVALID, .x = x };
 	unsigned n66 = 0;
-	bool cs = false, bnd = false;
+	bool cs = false, bnd = false, rep = false;
 	x->op_count = 0;
 	x->addr_size = 8;
 	det->regs_write_count = 0;
@@ -1040,6 +1098,8 @@ static bool fast_decode(const uint8_t *p, size_t len, uint64_t addr, cs_insn *ci
 			f.seg = b == 0x64 ? X86_REG_FS : X86_REG_GS;
 		else if (b == 0xf2 && !bnd)
 			bnd = true;
+		else if (b == 0xf3 && !rep)
+			rep = true;
 		else
 			break;
 	}
@@ -1054,7 +1114,7 @@ static bool fast_decode(const uint8_t *p, size_t len, uint64_t addr, cs_insn *ci
 		f.opsize = 2;
 	/* Which prefixes the opcode allows: plain (at most one 66), a
 	 * branch (F2 only), a nop (66s and 2E). */
-	enum { PLAIN, BRANCH, NOP } kind = PLAIN;
+	enum { PLAIN, BRANCH, NOP, SSE } kind = PLAIN;
 	uint8_t modrm = 0, op2 = 0;
 	unsigned osz = f.opsize;
 	uint16_t id = X86_INS_INVALID;
@@ -1090,6 +1150,14 @@ static bool fast_decode(const uint8_t *p, size_t len, uint64_t addr, cs_insn *ci
 			    !op_rm(&f, modrm, 1, (modrm >> 6) == 3 || op2 == 0x94 || op2 == 0x95 ? AC_W : AC_R))
 				return false;
 			id = setcc_ids[op2 & 15];
+		} else if (op2 == 0xd7) {
+			/* pmovmskb r32, xmm (66; REX.W changes nothing) */
+			if (!rd_u8(&f, &modrm) || (modrm >> 6) != 3 || n66 != 1 || rep)
+				return false;
+			op_reg(&f, gpr32[((modrm >> 3) & 7) | ((f.rex & 4) << 1)], 4, AC_W);
+			op_xrm(&f, modrm, AC_R);
+			id = X86_INS_PMOVMSKB;
+			kind = SSE;
 		} else if (op2 == 0xaf) {
 			if (!rd_u8(&f, &modrm))
 				return false;
@@ -1105,7 +1173,25 @@ static bool fast_decode(const uint8_t *p, size_t len, uint64_t addr, cs_insn *ci
 				return false;
 			id = op2 < 0xb8 ? X86_INS_MOVZX : X86_INS_MOVSX;
 		} else {
-			return false;
+			/* the SSE2 forms: the prefix chooses the form */
+			unsigned pfx = rep ? PFX_F3 : n66 ? PFX_66 : PFX_NONE;
+			const struct sse_form *sf = NULL;
+			for (size_t k = 0; k < BK_ARRAY_LEN(sse_forms) && !sf; k++)
+				if (sse_forms[k].op == op2 && sse_forms[k].pfx == pfx)
+					sf = &sse_forms[k];
+			if (!sf || n66 > 1 || (rep && n66) || !rd_u8(&f, &modrm))
+				return false;
+			if (sf->store) {
+				if (!op_xrm(&f, modrm, (modrm >> 6) == 3 ? sf->acc : sf->mem_acc))
+					return false;
+				op_xr(&f, modrm, AC_R);
+			} else {
+				op_xr(&f, modrm, sf->acc);
+				if (!op_xrm(&f, modrm, AC_R))
+					return false;
+			}
+			id = sf->id;
+			kind = SSE;
 		}
 	} else if (b < 0x40 && (b & 7) < 6) {
 		unsigned alu = b >> 3, form = b & 7, sz = form & 1 ? osz : 1;
@@ -1342,6 +1428,12 @@ static bool fast_decode(const uint8_t *p, size_t len, uint64_t addr, cs_insn *ci
 	}
 	/* The prefixes the form allows. */
 	if (kind == BRANCH && (n66 || f.seg != X86_REG_INVALID || cs))
+		return false;
+	if (rep && kind != SSE)
+		return false;
+	/* (Capstone 4 takes 66 as an SSE form's prefix only right before
+	 * the opcode or its REX: no other prefix is read with one) */
+	if (kind == SSE && (cs || f.seg != X86_REG_INVALID))
 		return false;
 	if (kind != BRANCH && bnd)
 		return false;

@@ -278,8 +278,20 @@ static const char *const table[] = {
 	"f3ab", "f348ab", "67488b00", "678d0400", "2e8b00", "26488b00", "3e488b00", "4048",
 	"48418b00", "66488b00", "6648c7c0f0ffffff", "f2488b00", "64c3", "64e800000000", "6464488b00",
 	"646548 8b00", "64488b c0", "640f1f00", "0f1e fa", "f3",
-	/* SSE, AVX: Capstone's */
-	"0f2944 2410", "660fefc0", "c5f9efc0", "c5fc77", "62f17d48 6f00",
+	/* SSE2 moves and operations: loads, stores (Capstone's access quirks:
+	 * movdqa, movups, movupd store by reading), register forms, REX.R/B,
+	 * pmovmskb; the prefixes left to Capstone (66 not next to the
+	 * opcode, two mandatory prefixes, movq/movd, movss/movsd) */
+	"660f6f0424", "660f7f0424", "f30f6f0424", "f30f7f0424", "0f280424", "0f290424",
+	"0f100424", "0f110424", "660f280424", "660f290424", "660f100424", "660f110424",
+	"660f7fc1", "f30f7fc1", "0f29c1", "0f11c1", "660f6fc1", "66410f6fc0", "66480f6fc0",
+	"f3440f6f00", "660fefc0", "66450fefc0", "660f74c1", "660f740c24", "660f75c1", "660f76c1",
+	"660f64c1", "660ffcc1", "660ff8c1", "660fdbc1", "660fdfc1", "660febc1", "660fdac1",
+	"660f6cc1", "660fd7c0", "66440fd7c0", "66480fd7c0", "660fd700", "0fd7c0", "66640f6f00",
+	"64660f6f00", "f3660f6f00", "66f30f6f00", "f20f100424", "f30f100424", "660f6ec0",
+	"660f7ec0", "66480f6ec0", "f30f7e0424", "660fd60424", "2e660f6f00", "0f2944 2410",
+	/* AVX, AVX-512: Capstone's */
+	"c5f9efc0", "c5fc77", "62f17d48 6f00",
 };
 
 /* Random encodings around the ones the fast path reads: a few prefixes
@@ -303,7 +315,8 @@ static void random_encodings(unsigned long count)
 	};
 	static const uint8_t opcodes0f[] = { 0x05, 0x0b, 0x1e, 0x1f, 0x40, 0x44, 0x4f, 0x80, 0x84,
 					     0x8f, 0x90, 0x94, 0x95, 0x9f, 0xaf, 0xb6, 0xb7, 0xbe,
-					     0xbf };
+					     0xbf, 0x10, 0x11, 0x28, 0x29, 0x6f, 0x7f, 0xef, 0x74,
+					     0x76, 0xd7, 0xfc, 0xdb, 0x6c, 0x6e, 0x7e, 0xd6 };
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 #define NEXT() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
 	for (unsigned long i = 0; i < count; i++) {
