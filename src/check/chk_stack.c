@@ -152,6 +152,7 @@
 #define SK_EXPR_STACK 16
 #define SK_EXPR_OPS 64
 #define SK_MAX_RELS 4                  /* relations between registers per state */
+_Static_assert(SK_NREGS <= 64, "registers are bits of a uint64_t");
 #define DEFAULT_MAX_FINDINGS 1000
 
 static const char *const reason_names[CHK_SR_N] = {
@@ -735,9 +736,14 @@ static void rel_diff(const struct state *st, unsigned a, unsigned b, int64_t *lo
 static bool state_join(struct state *dst, const struct state *src, unsigned nregs, bool widen)
 {
 	bool changed = false;
-	for (unsigned r = 0; r < nregs; r++) {
-		if (v_eq(dst->r[r], src->r[r]))
-			continue;
+	/* Which registers differ, without a branch per register (most are
+	 * equal: a branch each mispredicts on the few that are not). */
+	uint64_t diff = 0;
+	for (unsigned r = 0; r < nregs; r++)
+		diff |= (uint64_t)!v_eq(dst->r[r], src->r[r]) << r;
+	while (diff) {
+		unsigned r = (unsigned)__builtin_ctzll(diff);
+		diff &= diff - 1;
 		struct sk_val j = v_join(dst->r[r], src->r[r]);
 		if (widen)
 			j = v_widen(dst->r[r], j);
