@@ -126,6 +126,7 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,7 @@
 #define SK_EXPR_STACK 16
 #define SK_EXPR_OPS 64
 #define SK_MAX_RELS 4                  /* relations between registers per state */
+_Static_assert(SK_NREGS <= 64, "registers are bits of a uint64_t");
 #define DEFAULT_MAX_FINDINGS 1000
 
 static const char *const reason_names[CHK_SR_N] = {
@@ -230,8 +232,19 @@ static struct sk_val v_caller(unsigned col)
 
 static bool v_eq(struct sk_val a, struct sk_val b)
 {
-	return a.kind == b.kind && a.off == b.off && a.aux == b.aux && a.reg == b.reg &&
-	       a.flags == b.flags;
+	/* off, then aux, kind, reg and flags in one word (pad, its top byte
+	 * on a little-endian host, masked off): two compares, not five */
+	uint64_t x, y;
+	_Static_assert(sizeof(struct sk_val) == 16 && offsetof(struct sk_val, aux) == 8 &&
+		       offsetof(struct sk_val, pad) == 15, "sk_val layout");
+	memcpy(&x, (const char *)&a + 8, 8);
+	memcpy(&y, (const char *)&b + 8, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	const uint64_t mask = ~0xffull;
+#else
+	const uint64_t mask = ~(0xffull << 56);
+#endif
+	return a.off == b.off && ((x ^ y) & mask) == 0;
 }
 
 /* None of the tracked quantities, on every path. */
@@ -488,8 +501,19 @@ struct state {
 	uint8_t nslots;
 	uint8_t slot_default;   /* V_NEW or V_UNKNOWN */
 	uint8_t overflow;       /* a slot did not fit: the analysis gives up */
+	uint32_t slot_gen;      /* counts the stores into slots (the compare
+				 * pass's memo: slots unchanged since) */
+	uint8_t fresh;          /* some value may be BOUNDED with VF_FRESH (0:
+				 * none is; stale_bounds has nothing to do) */
 	struct slot s[SK_MAX_SLOTS];
 };
+
+/* Copy a state: the slots in use only (a state is ~2.3 KiB, most of it
+ * room for slots; the rest is never read). */
+static void state_copy(struct state *dst, const struct state *src)
+{
+	memcpy(dst, src, offsetof(struct state, s) + src->nslots * sizeof(src->s[0]));
+}
 
 static uint32_t v_base(struct sk_val v)
 {
@@ -502,19 +526,24 @@ static bool slot_is_default(uint8_t def, struct sk_val v)
 	return def == V_NEW ? v_other(v) : v.kind == V_UNKNOWN;
 }
 
+static unsigned slot_index(const struct state *st, uint32_t base, int64_t off);
+
+/* What SIZE bytes at BASE + OFF hold: a slot's value (8 bytes, exactly
+ * its key: keys are unique), else unknown when a slot overlaps them or
+ * the state's default is, else NEW (fewer than 8 bytes: a NEW value,
+ * zero-extended when 4 or fewer, whatever is there). */
 static struct sk_val slot_load(const struct state *st, uint32_t base, int64_t off, unsigned size)
 {
-	bool overlap = false;
-	for (unsigned i = 0; i < st->nslots; i++) {
-		const struct slot *s = &st->s[i];
-		if (s->base != base || s->off >= off + (int64_t)size || off >= s->off + 8)
-			continue;
-		if (s->off == off && size == 8)
-			return s->v;
-		overlap = true;
-	}
 	if (size < 8)
 		return v_new(size <= 4);
+	unsigned k = slot_index(st, base, off);
+	if (k < st->nslots)
+		return st->s[k].v;
+	bool overlap = false;
+	for (unsigned i = 0; i < st->nslots && !overlap; i++) {
+		const struct slot *s = &st->s[i];
+		overlap = s->base == base && s->off < off + (int64_t)size && off < s->off + 8;
+	}
 	if (overlap || st->slot_default == V_UNKNOWN)
 		return v_unknown;
 	return v_new(false);
@@ -544,6 +573,7 @@ static void slot_store(struct state *st, uint32_t base, int64_t off, unsigned si
 		       struct sk_val v, bool pushed)
 {
 	unsigned j = 0;
+	st->slot_gen++;
 	bool unknown_range = size != 8 && v.kind == V_UNKNOWN;
 	for (unsigned i = 0; i < st->nslots; i++) {
 		struct slot *s = &st->s[i];
@@ -572,15 +602,22 @@ static void slot_store(struct state *st, uint32_t base, int64_t off, unsigned si
 	st->s[st->nslots++] = (struct slot){ off, base, pushed, v };
 }
 
-static bool slot_pushed(const struct state *st, uint32_t base, int64_t off)
+/* The index of the slot at exactly BASE + OFF (keys are unique in a
+ * state: a store removes the slots it overlaps), or SK_MAX_SLOTS. */
+static unsigned slot_index(const struct state *st, uint32_t base, int64_t off)
 {
 	for (unsigned i = 0; i < st->nslots; i++)
-		if (st->s[i].base == base && st->s[i].off == off)
-			return st->s[i].pushed;
-	return false;
+		if (st->s[i].off == off && st->s[i].base == base)
+			return i;
+	return SK_MAX_SLOTS;
 }
 
 /* ---- Relations ---------------------------------------------------------- */
+
+static uint64_t reg_bit(uint8_t r)
+{
+	return r < 64 ? 1ull << r : 0;
+}
 
 static bool rel_eq(const struct rel *x, const struct rel *y)
 {
@@ -610,6 +647,19 @@ static void rel_kill(struct state *st, unsigned r)
 	unsigned j = 0;
 	for (unsigned i = 0; i < st->nrel; i++)
 		if (st->rel[i].a != r && st->rel[i].b != r)
+			st->rel[j++] = st->rel[i];
+	st->nrel = (uint8_t)j;
+}
+
+/* Forget what is known of the registers in MASK (bit = register): what
+ * rel_kill of each does, in one pass. */
+static void rel_kill_set(struct state *st, uint64_t mask)
+{
+	unsigned j = 0, i = 0;
+	while (i < st->nrel && !((reg_bit(st->rel[i].a) | reg_bit(st->rel[i].b)) & mask))
+		i++; /* (mostly none goes: nothing to move) */
+	for (j = i; i < st->nrel; i++)
+		if (!((reg_bit(st->rel[i].a) | reg_bit(st->rel[i].b)) & mask))
 			st->rel[j++] = st->rel[i];
 	st->nrel = (uint8_t)j;
 }
@@ -686,9 +736,14 @@ static void rel_diff(const struct state *st, unsigned a, unsigned b, int64_t *lo
 static bool state_join(struct state *dst, const struct state *src, unsigned nregs, bool widen)
 {
 	bool changed = false;
-	for (unsigned r = 0; r < nregs; r++) {
-		if (v_eq(dst->r[r], src->r[r]))
-			continue;
+	/* Which registers differ, without a branch per register (most are
+	 * equal: a branch each mispredicts on the few that are not). */
+	uint64_t diff = 0;
+	for (unsigned r = 0; r < nregs; r++)
+		diff |= (uint64_t)!v_eq(dst->r[r], src->r[r]) << r;
+	while (diff) {
+		unsigned r = (unsigned)__builtin_ctzll(diff);
+		diff &= diff - 1;
 		struct sk_val j = v_join(dst->r[r], src->r[r]);
 		if (widen)
 			j = v_widen(dst->r[r], j);
@@ -725,38 +780,91 @@ static bool state_join(struct state *dst, const struct state *src, unsigned nreg
 		}
 	}
 	uint8_t def = dst->slot_default == V_NEW && src->slot_default == V_NEW ? V_NEW : V_UNKNOWN;
-	struct slot out[2 * SK_MAX_SLOTS];
-	unsigned n = 0;
+	if (src->overflow && !dst->overflow) {
+		dst->overflow = 1;
+		changed = true;
+	}
+	dst->fresh |= src->fresh; /* (a join's values are the two states') */
 	bool same = def == dst->slot_default;
+	/* Most joins meet the same slots in the same order (the paths stored
+	 * alike): slot I of each is the other's (keys are unique in a
+	 * state), so the join is slot by slot, in place (what the general
+	 * merge below gives then: the same order, nothing from SRC alone). */
+	unsigned n = 0, i = 0;
+	if (dst->nslots == src->nslots) {
+		while (i < dst->nslots && dst->s[i].off == src->s[i].off &&
+		       dst->s[i].base == src->s[i].base)
+			i++;
+	}
+	if (i == dst->nslots && dst->nslots == src->nslots) {
+		for (i = 0; i < dst->nslots; i++) {
+			const struct slot *x = &dst->s[i], *y = &src->s[i];
+			if (v_eq(x->v, y->v) && (!x->pushed || y->pushed) &&
+			    !slot_is_default(def, x->v)) {
+				/* unchanged (x->pushed && y->pushed == x->pushed) */
+				if (n != i)
+					dst->s[n] = *x;
+				n++;
+				continue;
+			}
+			struct sk_val j = v_join(x->v, y->v);
+			if (widen)
+				j = v_widen(x->v, j);
+			if (slot_is_default(def, j)) {
+				same = false;
+				continue;
+			}
+			uint32_t pushed = x->pushed && y->pushed;
+			same = same && v_eq(j, x->v) && pushed == x->pushed;
+			dst->s[n++] = (struct slot){ x->off, x->base, pushed, j };
+		}
+		if (same)
+			return changed;
+		dst->nslots = (uint8_t)n;
+		dst->slot_default = def;
+		return true;
+	}
+	/* Otherwise each slot of DST with SRC's value there, then SRC's slots
+	 * DST has not: what slot_load reads (the slot of the same key, else
+	 * the default or unknown), the key looked for first where the last
+	 * one matched, as the orders mostly agree. */
+	struct slot out[2 * SK_MAX_SLOTS];
+	bool matched[SK_MAX_SLOTS] = { false };
+	unsigned hint = 0;
 	for (unsigned i = 0; i < dst->nslots; i++) {
 		const struct slot *x = &dst->s[i];
-		struct sk_val j = v_join(x->v, slot_load(src, x->base, x->off, 8));
+		unsigned k = hint < src->nslots && src->s[hint].off == x->off &&
+			     src->s[hint].base == x->base ? hint : slot_index(src, x->base, x->off);
+		struct sk_val yv;
+		uint32_t ypushed = 0;
+		if (k < src->nslots) {
+			yv = src->s[k].v;
+			ypushed = src->s[k].pushed;
+			matched[k] = true;
+			hint = k + 1;
+		} else {
+			yv = slot_load(src, x->base, x->off, 8);
+		}
+		struct sk_val j = v_join(x->v, yv);
 		if (widen)
 			j = v_widen(x->v, j);
 		if (slot_is_default(def, j)) {
 			same = false;
 			continue;
 		}
-		uint32_t pushed = x->pushed && slot_pushed(src, x->base, x->off);
+		uint32_t pushed = x->pushed && ypushed;
 		same = same && v_eq(j, x->v) && pushed == x->pushed;
 		out[n++] = (struct slot){ x->off, x->base, pushed, j };
 	}
 	for (unsigned i = 0; i < src->nslots; i++) {
 		const struct slot *y = &src->s[i];
-		bool in_dst = false;
-		for (unsigned k = 0; k < dst->nslots && !in_dst; k++)
-			in_dst = dst->s[k].base == y->base && dst->s[k].off == y->off;
-		if (in_dst)
+		if (matched[i])
 			continue;
 		struct sk_val j = v_join(slot_load(dst, y->base, y->off, 8), y->v);
 		if (slot_is_default(def, j))
 			continue;
 		out[n++] = (struct slot){ y->off, y->base, 0, j };
 		same = false;
-	}
-	if (src->overflow && !dst->overflow) {
-		dst->overflow = 1;
-		changed = true;
 	}
 	if (same)
 		return changed;
@@ -816,6 +924,7 @@ struct decoded {
 struct got_ent {
 	uint64_t addr;
 	const char *name;
+	bool noreturn;          /* noreturn_name(name), decided once */
 };
 
 /* One row, the compared columns only. */
@@ -825,6 +934,23 @@ struct srow {
 	uint8_t ra_sign;        /* RA_SIGN_STATE (AArch64; 0 elsewhere) */
 	struct cfi_rule cfa;
 	struct cfi_rule col[SK_MAX_CMP]; /* kind BK_RULE_NONE: no rule */
+};
+
+/* The compare pass's last outcome (compare_insn), replayed at the next
+ * instruction when nothing it read can have changed: the same row, whose
+ * rules read the state only through registers (REGS) and slots, no store
+ * into a slot since (slot_gen), and the instruction between fell through
+ * and wrote none of REGS. What a rule decides depends on the row and those values alone
+ * (expressions, which may read the PC, are never replayed); a difference
+ * is never replayed (its record names its instruction). */
+enum { MEMO_SKIP = 0, MEMO_OK, MEMO_NA };
+
+struct cmp_memo {
+	const struct srow *row;  /* NULL: nothing to replay */
+	uint64_t regs;
+	uint32_t slot_gen;       /* the state's slot_gen then */
+	uint8_t na;              /* CHK_SR_N: compared; else why not */
+	uint8_t col[SK_MAX_CMP]; /* MEMO_SKIP, MEMO_OK, MEMO_NA + the reason */
 };
 
 /* Per-instruction flags during one function's analysis. */
@@ -838,6 +964,8 @@ struct fn {
 	struct decoded *d;
 	const struct chk_region *rg;
 	uint8_t *flag;
+	uint32_t *tgt;           /* a direct jump's or branch's target's index
+				  * (UINT32_MAX: none in the function) */
 	struct state **st;       /* the state at each reached leader */
 	uint64_t *work;          /* bitmap of leaders to run */
 	size_t work_lo;          /* no bit below this is set */
@@ -846,6 +974,7 @@ struct fn {
 	struct srow *rows;
 	size_t nrows, caprows;
 	size_t row_at;           /* compare pass: the row of the last lookup */
+	struct cmp_memo memo;    /* compare pass: the last outcome */
 	bool from_row;
 	/* What went wrong, first occurrence. */
 	int give_up;             /* CHK_SR_* + 1, or 0 */
@@ -885,6 +1014,11 @@ struct sctx {
 	struct fde_ent *current; /* being analysed: its decoded code is in use */
 	/* Scratch reused from function to function. */
 	struct state cur, tmp;
+	/* Block states of functions done, kept for the next ones (a state is
+	 * ~2.3 KiB: malloc and free at every leader of every function). At
+	 * most as many as one function had. */
+	struct state **pool;
+	size_t npool, cappool;
 	uint8_t *scan_seen;
 	size_t scan_cap;
 	uint64_t decoded_total, decode_budget; /* instructions decoded in all */
@@ -983,7 +1117,7 @@ static int read_got(struct sctx *c)
 			if (!p)
 				return BK_E_NOMEM;
 			c->got = p;
-			p[c->ngot++] = (struct got_ent){ rel.r_offset, name };
+			p[c->ngot++] = (struct got_ent){ rel.r_offset, name, noreturn_name(name) };
 		}
 	}
 	if (c->ngot > 1)
@@ -991,10 +1125,12 @@ static int read_got(struct sctx *c)
 	return 0;
 }
 
-static const char *got_name(const struct sctx *c, uint64_t addr)
+/* Whether the GOT slot at ADDR is named by a relocation whose symbol
+ * never returns (noreturn_name). */
+static bool got_noreturn(const struct sctx *c, uint64_t addr)
 {
 	size_t lo = BASE_COUNT_LT(c->got, c->ngot, addr, addr);
-	return lo < c->ngot && c->got[lo].addr == addr ? c->got[lo].name : NULL;
+	return lo < c->ngot && c->got[lo].addr == addr && c->got[lo].noreturn;
 }
 
 /* Mark the symbols whose names say they never return: once, before any
@@ -1032,18 +1168,36 @@ static int decode_range(struct sctx *c, const struct chk_region *rg, uint64_t lo
 {
 	d->n = d->nmop = 0;
 	uint64_t pos = lo;
+	/* Room for the code's instructions at about four bytes each (grown
+	 * when that was too few): no realloc of a long function's arrays
+	 * again and again. */
+	size_t guess = (size_t)((hi - lo) / 4 < SK_MAX_INSNS ? (hi - lo) / 4 : SK_MAX_INSNS) + 16;
+	struct sk_insn *in0 = base_grow(d->in, &d->cap, guess, sizeof(*in0), 256);
+	struct sk_mop *m0 = in0 ? base_grow(d->mop, &d->capmop, guess + SK_MAX_MOPS, sizeof(*m0), 256)
+				: NULL;
+	if (in0)
+		d->in = in0;
+	if (m0)
+		d->mop = m0;
+	if (!in0 || !m0)
+		return BK_E_NOMEM;
 	while (pos < hi) {
 		if (d->n >= SK_MAX_INSNS)
 			return BK_E_LIMIT;
-		struct sk_insn *in = base_grow(d->in, &d->cap, d->n + 1, sizeof(*in), 256);
-		if (!in)
-			return BK_E_NOMEM;
-		d->in = in;
-		struct sk_mop *m = base_grow(d->mop, &d->capmop, d->nmop + SK_MAX_MOPS, sizeof(*m), 256);
-		if (!m)
-			return BK_E_NOMEM;
-		d->mop = m;
-		in = &d->in[d->n];
+		if (d->n + 1 > d->cap) {
+			struct sk_insn *in = base_grow(d->in, &d->cap, d->n + 1, sizeof(*in), 256);
+			if (!in)
+				return BK_E_NOMEM;
+			d->in = in;
+		}
+		if (d->nmop + SK_MAX_MOPS > d->capmop) {
+			struct sk_mop *m = base_grow(d->mop, &d->capmop, d->nmop + SK_MAX_MOPS,
+						     sizeof(*m), 256);
+			if (!m)
+				return BK_E_NOMEM;
+			d->mop = m;
+		}
+		struct sk_insn *in = &d->in[d->n];
 		c->ar->decode(c->dec, rg->data + (pos - rg->lo), (size_t)(hi - pos), pos, in,
 			      &d->mop[d->nmop]);
 		in->mop = (uint32_t)d->nmop;
@@ -1131,22 +1285,71 @@ static struct fde_ent *fde_starting_at(struct sctx *c, uint64_t addr)
  * action) per call site, the first three relative to lpstart, which is
  * the function's start by default). A table that does not read is
  * ignored: the code behind it is then not reached, never guessed. */
-static int read_lsda(struct sctx *c, uint32_t owner, size_t *cap)
+/* The section the LSDAs lie in, read once (SK_LSDA_SECTION bytes at
+ * most): each LSDA's bytes are then a view of it instead of a copy of
+ * their own. Only when one PT_LOAD segment holds the whole section and no
+ * other overlaps it: every read inside the section is then the one
+ * ldr_read_vaddr makes from that segment, the same bytes. */
+#define SK_LSDA_SECTION (64u << 20)
+
+struct lsda_sec {
+	const struct chk_region *rg;
+	uint8_t *bytes;          /* NULL: read each LSDA on its own */
+};
+
+static void lsda_section(struct sctx *c, const struct chk_region *rg, struct lsda_sec *ls)
+{
+	base_free(ls->bytes);
+	ls->rg = rg;
+	ls->bytes = NULL;
+	if (rg->hi - rg->lo > SK_LSDA_SECTION)
+		return;
+	const struct ldr_elf *e = c->im.ldr;
+	unsigned overlapping = 0;
+	bool holds = false;
+	for (size_t i = 0; i < e->nsegs; i++) {
+		const struct ldr_segment *sg = &e->segs[i];
+		bool overlaps = sg->memsz && (sg->vaddr >= rg->lo ? sg->vaddr < rg->hi
+							      : rg->lo - sg->vaddr < sg->memsz);
+		if (!overlaps)
+			continue;
+		overlapping++;
+		holds = rg->lo >= sg->vaddr && rg->hi - sg->vaddr <= sg->memsz;
+	}
+	if (overlapping != 1 || !holds)
+		return;
+	uint8_t *p = base_alloc((size_t)(rg->hi - rg->lo));
+	if (p && !ldr_read_vaddr(e, rg->lo, p, (size_t)(rg->hi - rg->lo)))
+		ls->bytes = p;
+	else
+		base_free(p);
+}
+
+static int read_lsda(struct sctx *c, uint32_t owner, size_t *cap, struct lsda_sec *ls)
 {
 	struct fde_ent *fe = &c->f[owner];
 	const struct chk_region *rg = chk_region_of(c->im.alloc, c->im.nalloc, fe->lsda);
 	if (!rg)
 		return 0;
 	size_t len = rg->hi - fe->lsda > 65536 ? 65536 : (size_t)(rg->hi - fe->lsda);
-	uint8_t *bytes = base_alloc(len ? len : 1);
-	if (!bytes)
-		return BK_E_NOMEM;
-	if (ldr_read_vaddr(c->im.ldr, fe->lsda, bytes, len)) {
-		base_free(bytes);
-		return 0;
+	if (ls->rg != rg)
+		lsda_section(c, rg, ls);
+	uint8_t *bytes = NULL;
+	const uint8_t *view;
+	if (ls->bytes) {
+		view = ls->bytes + (fe->lsda - rg->lo);
+	} else {
+		bytes = base_alloc(len ? len : 1);
+		if (!bytes)
+			return BK_E_NOMEM;
+		if (ldr_read_vaddr(c->im.ldr, fe->lsda, bytes, len)) {
+			base_free(bytes);
+			return 0;
+		}
+		view = bytes;
 	}
-	struct buf b = buf_make(bytes, len);
-	struct base_ptr_ctx ctx = { .sec_data = bytes, .sec_addr = fe->lsda,
+	struct buf b = buf_make(view, len);
+	struct base_ptr_ctx ctx = { .sec_data = view, .sec_addr = fe->lsda,
 				    .func_addr = fe->lo, .addr_size = 8 };
 	uint8_t lp_enc, tt_enc, cs_enc;
 	uint64_t lpstart = fe->lo, v, cs_len;
@@ -1193,13 +1396,17 @@ static int cmp_lp_addr(const void *a, const void *b)
 static int read_landing_pads(struct sctx *c)
 {
 	size_t cap = 0;
+	struct lsda_sec ls = { NULL, NULL };
 	for (size_t i = 0; i < c->nf; i++) {
-		int err = c->f[i].lsda ? read_lsda(c, (uint32_t)i, &cap) : 0;
-		if (err)
+		int err = c->f[i].lsda ? read_lsda(c, (uint32_t)i, &cap, &ls) : 0;
+		if (!err && c->nlps > UINT32_MAX / 2)
+			err = BK_E_LIMIT;
+		if (err) {
+			base_free(ls.bytes);
 			return err;
-		if (c->nlps > UINT32_MAX / 2)
-			return BK_E_LIMIT;
+		}
 	}
+	base_free(ls.bytes);
 	c->lp_by_addr = base_alloc((c->nlps ? c->nlps : 1) * sizeof(uint32_t));
 	if (!c->lp_by_addr)
 		return BK_E_NOMEM;
@@ -1254,10 +1461,6 @@ static uint64_t insn_writes(const struct decoded *d, const struct sk_insn *in, b
 	return w;
 }
 
-static uint64_t reg_bit(uint8_t r)
-{
-	return r < 64 ? 1ull << r : 0;
-}
 
 /* ---- Does a callee return? ---------------------------------------------- */
 
@@ -1269,8 +1472,7 @@ static bool target_noreturn_known(struct sctx *c, uint64_t target, bool via_mem)
 	if (!target)
 		return false;
 	if (via_mem) {
-		const char *n = got_name(c, target);
-		return n && noreturn_name(n);
+		return got_noreturn(c, target);
 	}
 	struct sym_symbol *s = chk_image_sym_at(&c->im, target);
 	if (s && c->sym_noreturn && c->sym_noreturn[s - c->im.syms->syms])
@@ -1285,10 +1487,8 @@ static bool target_noreturn_known(struct sctx *c, uint64_t target, bool via_mem)
 			struct sk_mop sm[SK_MAX_MOPS];
 			c->ar->decode(c->dec, rg->data + (pos - rg->lo), (size_t)(rg->hi - pos), pos,
 				      &si, sm);
-			if (si.flow == SK_IJUMP && si.target) {
-				const char *n = got_name(c, si.target);
-				return n && noreturn_name(n);
-			}
+			if (si.flow == SK_IJUMP && si.target)
+				return got_noreturn(c, si.target);
 			if (si.flow != SK_FALL)
 				break;
 			pos += si.len;
@@ -1883,6 +2083,8 @@ static bool apply(struct sctx *c, const struct fn *f, struct state *st, size_t j
 			break;
 		case SK_MOP_LOAD:
 			a = load(c, st, m);
+			if (a.kind == V_BOUNDED && (a.flags & VF_FRESH))
+				st->fresh = 1;
 			set_reg(ar, st, m->dst, m->flags & SK_F_W32 ? v_w32(a) : a);
 			break;
 		case SK_MOP_STORE:
@@ -2008,12 +2210,10 @@ static bool apply(struct sctx *c, const struct fn *f, struct state *st, size_t j
 		unsigned r = (unsigned)__builtin_ctzll(cl);
 		cl &= cl - 1;
 		set_reg(ar, st, (uint8_t)r, v_new((in->clobber32 >> r) & 1));
-		if (st->nrel)
-			rel_kill(st, r);
 	}
 	st->r[SK_TMP] = v_unknown;
 	if (st->nrel)
-		rel_kill(st, SK_TMP);
+		rel_kill_set(st, in->clobber | reg_bit(SK_TMP));
 	return setcmp;
 }
 
@@ -2032,12 +2232,13 @@ static bool apply(struct sctx *c, const struct fn *f, struct state *st, size_t j
 static void call_effects(const struct sk_arch *ar, struct state *st, uint64_t keep)
 {
 	uint64_t cl = ar->call_clobbered & ~keep;
+	st->slot_gen++;
+	if (st->nrel)
+		rel_kill_set(st, cl);
 	while (cl) {
 		unsigned r = (unsigned)__builtin_ctzll(cl);
 		cl &= cl - 1;
 		st->r[r] = v_unknown;
-		if (st->nrel)
-			rel_kill(st, r);
 	}
 	struct sk_val sp = st->r[ar->sp];
 	unsigned j = 0;
@@ -2083,6 +2284,9 @@ static bool cmp_survives(const struct state *st, const struct decoded *d, const 
  * read with the compare's bound. */
 static void stale_bounds(struct state *st, unsigned nregs)
 {
+	if (!st->fresh)
+		return;
+	st->fresh = 0;
 	for (unsigned r = 0; r < nregs; r++)
 		if (st->r[r].kind == V_BOUNDED)
 			st->r[r].flags &= (uint8_t)~VF_FRESH;
@@ -2102,6 +2306,8 @@ static bool bound_reg(struct state *st, unsigned r, unsigned w, uint64_t lo, uin
 		return true;
 	struct sk_val *v = &st->r[r];
 	uint8_t fresh = hi < low_max(w) ? VF_FRESH : 0;
+	if (fresh)
+		st->fresh = 1;
 	if (v->kind == V_BOUNDED && v->reg == 8 && v->aux <= low_max(w)) {
 		/* bounded whole and fits W bytes: the compare is on the whole
 		 * value */
@@ -2899,12 +3105,12 @@ static void merge_into(struct sctx *c, struct fn *f, size_t k, const struct stat
 				SK_MAX_STATES);
 			return;
 		}
-		f->st[k] = base_alloc(sizeof(struct state));
+		f->st[k] = c->npool ? c->pool[--c->npool] : base_alloc(sizeof(struct state));
 		if (!f->st[k]) {
 			c->nomem = BK_E_NOMEM;
 			return;
 		}
-		memcpy(f->st[k], s, sizeof(*s));
+		state_copy(f->st[k], s);
 		enqueue(f, k);
 		return;
 	}
@@ -2949,7 +3155,7 @@ static void record_cross(struct sctx *c, uint64_t target, const struct state *s)
 		c->nomem = BK_E_NOMEM;
 		return;
 	}
-	memcpy(st, s, sizeof(*st));
+	state_copy(st, s);
 	st->cmp.valid = 0;
 	c->cross = p;
 	p[c->ncross++] = (struct cross){ target, st };
@@ -2998,17 +3204,19 @@ static size_t past_prefixes(const struct fn *f, uint64_t target)
 	return k - 1;
 }
 
-/* A control transfer to TARGET with state S (analysis pass only). */
-static void edge(struct sctx *c, struct fn *f, const struct state *s, uint64_t target,
-		 uint64_t from)
+/* A control transfer to TARGET with state S from instruction J (analysis
+ * pass only). */
+static void edge(struct sctx *c, struct fn *f, const struct state *s, uint64_t target, size_t j)
 {
+	uint64_t from = f->d->in[j].addr;
 	if (target < f->fe->lo || target >= f->fe->hi) {
 		/* leaves the function: a tail call, or into a .cold part */
 		if (c->recording)
 			record_cross(c, target, s);
 		return;
 	}
-	size_t k = index_of(f->d, target);
+	size_t k = target == f->d->in[j].target && f->tgt[j] != UINT32_MAX ? f->tgt[j]
+									    : index_of(f->d, target);
 	if (k == SIZE_MAX)
 		k = past_prefixes(f, target);
 	if (k == SIZE_MAX) {
@@ -3018,7 +3226,6 @@ static void edge(struct sctx *c, struct fn *f, const struct state *s, uint64_t t
 		return;
 	}
 	make_leader(f, k);
-	size_t j = BASE_COUNT_LT(f->d->in, f->d->n, addr, from);
 	merge_into(c, f, k, s, j);
 }
 
@@ -3086,7 +3293,7 @@ static void ijump_table(struct sctx *c, struct fn *f, const struct state *s, siz
 				"jump table at 0x%" PRIx64 " not in the file", t->table);
 			return;
 		}
-		edge(c, f, s, target, in->addr);
+		edge(c, f, s, target, j);
 		if (f->give_up || c->nomem)
 			return;
 	}
@@ -3103,7 +3310,7 @@ static void ijump(struct sctx *c, struct fn *f, const struct state *s, size_t j)
 	if (v.kind == V_CONST) {
 		/* a label's address (vfprintf's `lea rax, [rip + L]; ...; jmp
 		 * rax`), or a function's: a tail call */
-		edge(c, f, s, (uint64_t)v.off, in->addr);
+		edge(c, f, s, (uint64_t)v.off, j);
 		return;
 	}
 	if (v.kind != V_TABLE) {
@@ -3142,8 +3349,9 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 {
 	struct state *s = &c->cur;
-	memcpy(s, f->st[i], sizeof(*s));
+	state_copy(s, f->st[i]);
 	const struct sk_arch *ar = c->ar;
+	f->memo.row = NULL; /* another state */
 	for (size_t j = i;;) {
 		const struct sk_insn *in = &f->d->in[j];
 		if (!compare) {
@@ -3165,6 +3373,13 @@ static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 		bool realign_loop = false;
 		bool setcmp = apply(c, f, s, j, &realign_loop);
 		s->mb.valid = 0; /* it was for this instruction only */
+		if (compare && f->memo.row) {
+			/* what the last comparison read may have changed (a
+			 * store into a slot: slot_gen) */
+			bool stores;
+			if (in->flow != SK_FALL || (insn_writes(f->d, in, &stores) & f->memo.regs))
+				f->memo.row = NULL;
+		}
 		if (realign_loop && !compare) {
 			give_up(f, CHK_SR_REALIGNED, in->addr,
 				"the stack is realigned again at 0x%" PRIx64 " while the last "
@@ -3181,15 +3396,15 @@ static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 			break;
 		case SK_JUMP:
 			if (!compare)
-				edge(c, f, s, in->target, in->addr);
+				edge(c, f, s, in->target, j);
 			return;
 		case SK_BRANCH:
 			stale_bounds(s, ar->nregs);
 			if (!compare) {
-				memcpy(&c->tmp, s, sizeof(*s));
+				state_copy(&c->tmp, s);
 				if (refine(&c->tmp, in->cond, true)) {
 					c->tmp.cmp.valid = 0;
-					edge(c, f, &c->tmp, in->target, in->addr);
+					edge(c, f, &c->tmp, in->target, j);
 				}
 			}
 			if (!refine(s, in->cond, false))
@@ -3216,12 +3431,12 @@ static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 				uint64_t lp = landing_pad(c, f->fe, in->addr);
 				const struct srow *row = lp ? row_for(f, in->addr) : NULL;
 				if (row && row->args_size) {
-					memcpy(&c->tmp, s, sizeof(*s));
+					state_copy(&c->tmp, s);
 					c->tmp.r[ar->sp] = v_add(c->tmp.r[ar->sp],
 								 (int64_t)row->args_size);
-					edge(c, f, &c->tmp, lp, in->addr);
+					edge(c, f, &c->tmp, lp, j);
 				} else if (lp) {
-					edge(c, f, s, lp, in->addr);
+					edge(c, f, s, lp, j);
 				}
 			}
 			if (noreturn)
@@ -3252,6 +3467,59 @@ static void count_na(struct fn *f, enum chk_stack_reason why, uint64_t addr)
 		f->na_first[why] = addr;
 }
 
+/* The registers ROW's rules read of a state (compare_cfa, compare_col),
+ * into *REGS: false when a rule is an expression (not replayed). */
+static bool memo_regs(const struct sctx *c, const struct srow *row, uint64_t *regs)
+{
+	const struct sk_arch *ar = c->ar;
+	uint64_t r = 0;
+	if (row->cfa.kind != BK_RULE_CFA_REG_OFFSET)
+		return false;
+	r |= reg_bit((uint8_t)sk_reg_of_dwarf(ar, row->cfa.reg));
+	for (unsigned i = 0; i < ar->ncmp; i++) {
+		const struct cfi_rule *rule = &row->col[i];
+		switch (rule->kind) {
+		case BK_RULE_NONE:
+		case BK_RULE_SAME_VALUE:
+			r |= reg_bit((uint8_t)sk_reg_of_dwarf(ar, ar->cmp_regs[i]));
+			break;
+		case BK_RULE_REGISTER:
+			r |= reg_bit((uint8_t)sk_reg_of_dwarf(ar, rule->reg));
+			break;
+		case BK_RULE_EXPRESSION:
+		case BK_RULE_VAL_EXPRESSION:
+		case BK_RULE_CFA_EXPRESSION:
+			return false;
+		default:
+			break; /* no register: a slot, the CFA itself, nothing */
+		}
+	}
+	*regs = r;
+	return true;
+}
+
+/* The last outcome again, at ADDR (compare_insn's counting, without
+ * looking at the state). */
+static void replay(struct sctx *c, struct fn *f, uint64_t addr)
+{
+	const struct cmp_memo *memo = &f->memo;
+	if (memo->na != CHK_SR_N) {
+		count_na(f, (enum chk_stack_reason)memo->na, addr);
+		return;
+	}
+	f->checked++;
+	for (unsigned i = 0; i < c->ar->ncmp; i++) {
+		if (memo->col[i] == MEMO_OK) {
+			c->r->rules_compared++;
+		} else if (memo->col[i] >= MEMO_NA) {
+			unsigned why = memo->col[i] - MEMO_NA;
+			c->r->rules_unknown++;
+			if (!f->rules_na[why]++ && !f->unchecked[why])
+				f->na_first[why] = addr;
+		}
+	}
+}
+
 /* The instruction J against its row, state ST before it runs. */
 static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, size_t j)
 {
@@ -3259,13 +3527,23 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 	const struct cfi_section *sec = &c->secs[f->fe->k];
 	const struct srow *row = row_for(f, in->addr);
 	f->flag[j] |= FL_REACHED;
+	struct cmp_memo *memo = &f->memo;
+	if (row && memo->row == row && memo->slot_gen == st->slot_gen) {
+		replay(c, f, in->addr);
+		return;
+	}
+	memo->row = NULL;
 	if (!row) {
 		count_na(f, CHK_SR_BAD_CFI, in->addr);
 		return;
 	}
+	bool memo_ok = memo_regs(c, row, &memo->regs);
+	memo->slot_gen = st->slot_gen;
 	int ra = cmp_index(c->ar, c->ar->ra_col);
 	if (ra >= 0 && row->col[ra].kind == BK_RULE_UNDEFINED) {
 		count_na(f, CHK_SR_OUTERMOST, in->addr);
+		memo->na = CHK_SR_OUTERMOST;
+		memo->row = memo_ok ? row : NULL;
 		return;
 	}
 	struct cmp_out cfa;
@@ -3273,8 +3551,11 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 	compare_cfa(c, st, sec, row, in->addr, &cfa, &base);
 	if (cfa.v == VD_NA) {
 		count_na(f, cfa.why, in->addr);
+		memo->na = (uint8_t)cfa.why;
+		memo->row = memo_ok ? row : NULL;
 		return;
 	}
+	memo->na = CHK_SR_N;
 	f->checked++;
 	char row_text[256], code_text[256], detail[512];
 	size_t dl = 0;
@@ -3285,14 +3566,17 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 	for (unsigned i = 0; i < c->ar->ncmp; i++) {
 		struct cmp_out o;
 		compare_col(c, st, sec, row, i, in->addr, base, &o);
+		memo->col[i] = MEMO_SKIP;
 		if (row->col[i].kind == BK_RULE_NONE && c->ar->cmp_regs[i] == sk_dwarf_of_reg(c->ar, c->ar->sp))
 			continue;
 		if (o.v == VD_NA) {
+			memo->col[i] = (uint8_t)(MEMO_NA + o.why);
 			c->r->rules_unknown++;
 			if (!f->rules_na[o.why]++ && !f->unchecked[o.why])
 				f->na_first[o.why] = in->addr;
 			continue;
 		}
+		memo->col[i] = MEMO_OK;
 		c->r->rules_compared++;
 		if (o.v != VD_DIFF)
 			continue;
@@ -3307,8 +3591,10 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 					       dl ? "; " : "", col_name(c, col, tmp, sizeof(tmp)), o.row,
 					       o.code);
 	}
-	if (!diff_cfa && !diff_ra && !diff_reg)
+	if (!diff_cfa && !diff_ra && !diff_reg) {
+		memo->row = memo_ok ? row : NULL;
 		return;
+	}
 	f->flag[j] |= FL_DIFF;
 	f->diffs++;
 	c->r->diffs++;
@@ -3484,17 +3770,29 @@ static void conclude(struct sctx *c, struct fn *f, bool skipped)
 			    f->na_first[main]);
 }
 
-static void free_fn(struct fn *f)
+static void free_fn(struct sctx *c, struct fn *f)
 {
 	if (f->st)
-		for (size_t i = 0; i < f->d->n; i++)
-			base_free(f->st[i]);
+		for (size_t i = 0; i < f->d->n; i++) {
+			if (!f->st[i])
+				continue;
+			struct state **p = base_grow(c->pool, &c->cappool, c->npool + 1,
+						     sizeof(*p), 64);
+			if (!p) {
+				base_free(f->st[i]);
+				continue;
+			}
+			c->pool = p;
+			c->pool[c->npool++] = f->st[i];
+		}
 	base_free(f->st);
 	base_free(f->flag);
 	base_free(f->work);
+	base_free(f->tgt);
 	f->st = NULL;
 	f->flag = NULL;
 	f->work = NULL;
+	f->tgt = NULL;
 }
 
 static void analyse(struct sctx *c, struct fde_ent *fe, struct srow **rows, size_t *caprows)
@@ -3556,7 +3854,8 @@ static void analyse(struct sctx *c, struct fde_ent *fe, struct srow **rows, size
 	f.flag = base_calloc(n, 1);
 	f.st = base_calloc(n, sizeof(*f.st));
 	f.work = base_calloc((n + 63) / 64, sizeof(uint64_t));
-	if (!f.flag || !f.st || !f.work) {
+	f.tgt = base_alloc((n ? n : 1) * sizeof(*f.tgt));
+	if (!f.flag || !f.st || !f.work || !f.tgt) {
 		c->nomem = BK_E_NOMEM;
 		goto out;
 	}
@@ -3565,11 +3864,14 @@ static void analyse(struct sctx *c, struct fde_ent *fe, struct srow **rows, size
 	f.flag[0] = FL_LEADER;
 	for (size_t i = 0; i < n; i++) {
 		const struct sk_insn *in = &f.d->in[i];
+		f.tgt[i] = UINT32_MAX;
 		if ((in->flow == SK_JUMP || in->flow == SK_BRANCH) && in->target >= fe->lo &&
 		    in->target < fe->hi) {
 			size_t k = index_of(f.d, in->target);
-			if (k != SIZE_MAX)
+			if (k != SIZE_MAX) {
 				f.flag[k] |= FL_LEADER;
+				f.tgt[i] = (uint32_t)k; /* n <= SK_MAX_INSNS */
+			}
 		}
 	}
 	/* Entries. A function: its start, with the call site's state. A
@@ -3675,7 +3977,7 @@ out:
 		conclude(c, &f, skipped);
 	}
 	if (f.d)
-		free_fn(&f);
+		free_fn(c, &f);
 	*rows = f.rows;
 	*caprows = f.caprows;
 	c->current = NULL;
@@ -3889,6 +4191,9 @@ out:
 	base_free(c->cross);
 	base_free(c->sym_noreturn);
 	base_free(c->scan_seen);
+	for (size_t i = 0; i < c->npool; i++)
+		base_free(c->pool[i]);
+	base_free(c->pool);
 	if (c->dec)
 		c->ar->close(c->dec);
 	chk_image_close(&c->im);

@@ -201,6 +201,12 @@ static inline unsigned sk_ra_reg(const struct sk_arch *ar)
 }
 
 BK_HIDDEN extern const struct sk_arch chk_stack_x86_64;
+/* x86-64 with every instruction decoded by Capstone (no fast path): the
+ * reference the fast path is tested against. */
+BK_HIDDEN extern const struct sk_arch chk_stack_x86_64_reference;
+/* How many instructions the x86-64 decoder DEC decoded, and how many of
+ * them its fast path did (for tests/unit/test_x86decode.c's report). */
+BK_HIDDEN void chk_stack_x86_counts(void *dec, uint64_t *all, uint64_t *fast);
 BK_HIDDEN extern const struct sk_arch chk_stack_aarch64;
 /* AArch64 with every instruction decoded by Capstone (no fast path): the
  * reference the fast path is tested against. */

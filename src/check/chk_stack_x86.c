@@ -1,5 +1,8 @@
 /* x86-64 instruction semantics for the stack analysis (chk_stack.h):
- * Capstone's decoding (src/insn) turned into micro-operations.
+ * an instruction's operands (Capstone's description of them: src/insn,
+ * or the fast path's below, which fills the same fields for the frequent
+ * encodings without Capstone) turned into micro-operations by one
+ * function, x86_decode_insn.
  *
  * What is modelled exactly: push and pop of registers, immediates, memory
  * and flags (16-bit forms move rsp by 2), enter, leave, mov/movabs and
@@ -721,15 +724,748 @@ static bool x86_fallback(struct build *b, const uint8_t *p, size_t n)
 	return true;
 }
 
+/* ---- The fast path ----------------------------------------------------
+ *
+ * Capstone 4 formats every instruction's text while it decodes (its x86
+ * printer fills the operand details), about half of the analysis's time.
+ * The most frequent encodings are decoded here instead, into the same
+ * operand description Capstone gives (the fields x86_decode_insn reads:
+ * the instruction id, its length, each operand's type, register,
+ * immediate, memory operand, size and access, the registers it writes
+ * implicitly), so that one function gives both paths their
+ * micro-operations. Anything else (other prefixes, vector and x87
+ * instructions, string instructions, the forms listed as left out below)
+ * is Capstone's. tests/unit/test_x86decode.c holds this to Capstone's
+ * reading, field by field, over every instruction of whole libraries.
+ *
+ * Encodings from Intel SDM vol. 2 (2.1 instruction format, 2.2.1 REX,
+ * tables 2-2/2-3 ModRM and SIB in 64-bit mode, appendix A opcode maps).
+ * Where Capstone's reading is a convention rather than the encoding, the
+ * convention is followed (and named): the scale a SIB byte gives with no
+ * index; immediates (imm_value).
+ */
+
+#define FAST_MAX_LEN 15 /* SDM 2.3.11: longer is #UD */
+
+/* A decoder: Capstone's handle, whether the fast path is off (the
+ * reference the fast path is tested against), and how many instructions
+ * each path decoded (the fast path's share, for the test's report). */
+struct x86_dec {
+	struct insn_dec *d;
+	bool no_fast;
+	uint64_t all, fast;
+};
+
+static uint64_t low_bytes(unsigned n)
+{
+	return n >= 8 ? UINT64_MAX : (1ull << (8 * n)) - 1;
+}
+
+/* Capstone's register names by encoding number (REX extension included). */
+static const uint16_t gpr64[16] = {
+	X86_REG_RAX, X86_REG_RCX, X86_REG_RDX, X86_REG_RBX, X86_REG_RSP, X86_REG_RBP,
+	X86_REG_RSI, X86_REG_RDI, X86_REG_R8, X86_REG_R9, X86_REG_R10, X86_REG_R11,
+	X86_REG_R12, X86_REG_R13, X86_REG_R14, X86_REG_R15,
+};
+static const uint16_t gpr32[16] = {
+	X86_REG_EAX, X86_REG_ECX, X86_REG_EDX, X86_REG_EBX, X86_REG_ESP, X86_REG_EBP,
+	X86_REG_ESI, X86_REG_EDI, X86_REG_R8D, X86_REG_R9D, X86_REG_R10D, X86_REG_R11D,
+	X86_REG_R12D, X86_REG_R13D, X86_REG_R14D, X86_REG_R15D,
+};
+static const uint16_t gpr16[16] = {
+	X86_REG_AX, X86_REG_CX, X86_REG_DX, X86_REG_BX, X86_REG_SP, X86_REG_BP,
+	X86_REG_SI, X86_REG_DI, X86_REG_R8W, X86_REG_R9W, X86_REG_R10W, X86_REG_R11W,
+	X86_REG_R12W, X86_REG_R13W, X86_REG_R14W, X86_REG_R15W,
+};
+/* Byte registers: with any REX prefix 4..7 are spl..dil (SDM 3.7.2.1),
+ * without one ah..bh. */
+static const uint16_t gpr8rex[16] = {
+	X86_REG_AL, X86_REG_CL, X86_REG_DL, X86_REG_BL, X86_REG_SPL, X86_REG_BPL,
+	X86_REG_SIL, X86_REG_DIL, X86_REG_R8B, X86_REG_R9B, X86_REG_R10B, X86_REG_R11B,
+	X86_REG_R12B, X86_REG_R13B, X86_REG_R14B, X86_REG_R15B,
+};
+static const uint16_t gpr8[8] = {
+	X86_REG_AL, X86_REG_CL, X86_REG_DL, X86_REG_BL, X86_REG_AH, X86_REG_CH, X86_REG_DH,
+	X86_REG_BH,
+};
+
+/* The ALU operations of opcodes 00-3F and group 1 (80, 81, 83), by the
+ * operation field. */
+static const uint16_t alu_ids[8] = {
+	X86_INS_ADD, X86_INS_OR, X86_INS_ADC, X86_INS_SBB, X86_INS_AND, X86_INS_SUB, X86_INS_XOR,
+	X86_INS_CMP,
+};
+/* Conditions 0..15 (SDM appendix B.1.4.7: o, no, b, ae, e, ne, be, a, s,
+ * ns, p, np, l, ge, le, g). */
+static const uint16_t jcc_ids[16] = {
+	X86_INS_JO, X86_INS_JNO, X86_INS_JB, X86_INS_JAE, X86_INS_JE, X86_INS_JNE, X86_INS_JBE,
+	X86_INS_JA, X86_INS_JS, X86_INS_JNS, X86_INS_JP, X86_INS_JNP, X86_INS_JL, X86_INS_JGE,
+	X86_INS_JLE, X86_INS_JG,
+};
+static const uint16_t cmov_ids[16] = {
+	X86_INS_CMOVO, X86_INS_CMOVNO, X86_INS_CMOVB, X86_INS_CMOVAE, X86_INS_CMOVE,
+	X86_INS_CMOVNE, X86_INS_CMOVBE, X86_INS_CMOVA, X86_INS_CMOVS, X86_INS_CMOVNS,
+	X86_INS_CMOVP, X86_INS_CMOVNP, X86_INS_CMOVL, X86_INS_CMOVGE, X86_INS_CMOVLE,
+	X86_INS_CMOVG,
+};
+static const uint16_t setcc_ids[16] = {
+	X86_INS_SETO, X86_INS_SETNO, X86_INS_SETB, X86_INS_SETAE, X86_INS_SETE, X86_INS_SETNE,
+	X86_INS_SETBE, X86_INS_SETA, X86_INS_SETS, X86_INS_SETNS, X86_INS_SETP, X86_INS_SETNP,
+	X86_INS_SETL, X86_INS_SETGE, X86_INS_SETLE, X86_INS_SETG,
+};
+
+/* SSE2 forms (0F xx under a mandatory prefix: none, 66 or F3) whose
+ * operands are an xmm register and an xmm register or 16 bytes of memory:
+ * loads and operations (the register written: V, W) and stores (W, V).
+ * ACC: the first operand's access; for a store to memory Capstone 4's
+ * (movdqa, movups and movupd read it: no store is seen). */
+enum { PFX_NONE, PFX_66, PFX_F3 };
+
+struct sse_form {
+	uint8_t op, pfx, store;
+	uint8_t acc, mem_acc;   /* the first operand's: register, memory */
+	uint16_t id;
+};
+
+#define AC_R CS_AC_READ
+#define AC_W CS_AC_WRITE
+#define AC_RW (CS_AC_READ | CS_AC_WRITE)
+
+static const struct sse_form sse_forms[] = {
+	{ 0x6f, PFX_66, 0, AC_W, 0, X86_INS_MOVDQA },
+	{ 0x6f, PFX_F3, 0, AC_W, 0, X86_INS_MOVDQU },
+	{ 0x28, PFX_NONE, 0, AC_W, 0, X86_INS_MOVAPS },
+	{ 0x28, PFX_66, 0, AC_W, 0, X86_INS_MOVAPD },
+	{ 0x10, PFX_NONE, 0, AC_W, 0, X86_INS_MOVUPS },
+	{ 0x10, PFX_66, 0, AC_W, 0, X86_INS_MOVUPD },
+	{ 0x7f, PFX_66, 1, AC_W, AC_R, X86_INS_MOVDQA },
+	{ 0x7f, PFX_F3, 1, AC_W, AC_W, X86_INS_MOVDQU },
+	{ 0x29, PFX_NONE, 1, AC_W, AC_W, X86_INS_MOVAPS },
+	{ 0x29, PFX_66, 1, AC_W, AC_W, X86_INS_MOVAPD },
+	{ 0x11, PFX_NONE, 1, AC_W, AC_R, X86_INS_MOVUPS },
+	{ 0x11, PFX_66, 1, AC_W, AC_R, X86_INS_MOVUPD },
+	{ 0xef, PFX_66, 0, AC_RW, 0, X86_INS_PXOR },
+	{ 0x74, PFX_66, 0, AC_RW, 0, X86_INS_PCMPEQB },
+	{ 0x75, PFX_66, 0, AC_RW, 0, X86_INS_PCMPEQW },
+	{ 0x76, PFX_66, 0, AC_RW, 0, X86_INS_PCMPEQD },
+	{ 0x64, PFX_66, 0, AC_RW, 0, X86_INS_PCMPGTB },
+	{ 0xfc, PFX_66, 0, AC_RW, 0, X86_INS_PADDB },
+	{ 0xf8, PFX_66, 0, AC_RW, 0, X86_INS_PSUBB },
+	{ 0xdb, PFX_66, 0, AC_RW, 0, X86_INS_PAND },
+	{ 0xdf, PFX_66, 0, AC_RW, 0, X86_INS_PANDN },
+	{ 0xeb, PFX_66, 0, AC_RW, 0, X86_INS_POR },
+	{ 0xda, PFX_66, 0, AC_RW, 0, X86_INS_PMINUB },
+	{ 0x6c, PFX_66, 0, AC_RW, 0, X86_INS_PUNPCKLQDQ },
+};
+
+/* One instruction being read: a bounded reader over at most FAST_MAX_LEN
+ * bytes, and its prefixes. */
+struct fast {
+	const uint8_t *p;
+	size_t n, i;
+	uint8_t rex;          /* 0: none */
+	uint8_t opsize;       /* 2, 4 or 8 (v-sized operands) */
+	uint16_t seg;         /* fs/gs override, or X86_REG_INVALID */
+	bool has_mem;         /* a memory operand was read */
+	cs_x86 *x;
+};
+
+static bool rd_u8(struct fast *f, uint8_t *v)
+{
+	if (f->i >= f->n)
+		return false;
+	*v = f->p[f->i++];
+	return true;
+}
+
+/* A little-endian immediate or displacement of LEN bytes (1, 2, 4, 8),
+ * zero-extended. */
+static bool rd_le(struct fast *f, unsigned len, uint64_t *v)
+{
+	if (f->n - f->i < len)
+		return false;
+	*v = base_rd_le(f->p + f->i, len);
+	f->i += len;
+	return true;
+}
+
+static int64_t sext(uint64_t v, unsigned bytes)
+{
+	unsigned sh = 64 - 8 * bytes;
+	return (int64_t)(v << sh) >> sh;
+}
+
+static uint16_t gpr(const struct fast *f, unsigned num, unsigned size)
+{
+	switch (size) {
+	case 8: return gpr64[num];
+	case 4: return gpr32[num];
+	case 2: return gpr16[num];
+	default: return f->rex ? gpr8rex[num] : gpr8[num & 7];
+	}
+}
+
+static cs_x86_op *op_next(struct fast *f)
+{
+	cs_x86_op *o = &f->x->operands[f->x->op_count++];
+	o->avx_bcast = X86_AVX_BCAST_INVALID;
+	o->avx_zero_opmask = false;
+	return o;
+}
+
+static void op_reg(struct fast *f, uint16_t reg, unsigned size, uint8_t access)
+{
+	cs_x86_op *o = op_next(f);
+	o->type = X86_OP_REG;
+	o->reg = reg;
+	o->size = (uint8_t)size;
+	o->access = access;
+}
+
+static void op_imm(struct fast *f, int64_t imm, unsigned size)
+{
+	cs_x86_op *o = op_next(f);
+	o->type = X86_OP_IMM;
+	o->imm = imm;
+	o->size = (uint8_t)size;
+	o->access = 0;
+}
+
+/* The ModRM byte's r/m operand of SIZE bytes: a register (mod 3) or
+ * memory (SDM tables 2-2, 2-3 as extended by REX.B and REX.X: rm 100
+ * takes a SIB byte; mod 00 with rm 101 is rip + disp32; a SIB base 101
+ * under mod 00 is no base + disp32; index 100 is none). Capstone reports
+ * the SIB's scale even without an index. */
+static bool op_rm(struct fast *f, uint8_t modrm, unsigned size, uint8_t access)
+{
+	unsigned mod = modrm >> 6, rm = modrm & 7;
+	unsigned rex_b = (f->rex & 1) << 3, rex_x = (f->rex & 2) << 2;
+	if (mod == 3) {
+		op_reg(f, gpr(f, rm | rex_b, size), size, access);
+		return true;
+	}
+	cs_x86_op *o = op_next(f);
+	o->type = X86_OP_MEM;
+	o->size = (uint8_t)size;
+	o->access = access;
+	o->mem.segment = f->seg;
+	o->mem.base = X86_REG_INVALID;
+	o->mem.index = X86_REG_INVALID;
+	o->mem.scale = 1;
+	o->mem.disp = 0;
+	f->has_mem = true;
+	uint64_t disp = 0;
+	if (rm == 4) {
+		uint8_t sib;
+		if (!rd_u8(f, &sib))
+			return false;
+		unsigned index = ((sib >> 3) & 7) | rex_x, base = sib & 7;
+		o->mem.scale = 1 << (sib >> 6);
+		if (index != 4)
+			o->mem.index = gpr64[index];
+		if (base == 5 && mod == 0) {
+			if (!rd_le(f, 4, &disp))
+				return false;
+			o->mem.disp = sext(disp, 4);
+			return true;
+		}
+		o->mem.base = gpr64[base | rex_b];
+	} else if (mod == 0 && rm == 5) {
+		o->mem.base = X86_REG_RIP;
+		if (!rd_le(f, 4, &disp))
+			return false;
+		o->mem.disp = sext(disp, 4);
+		return true;
+	} else {
+		o->mem.base = gpr64[rm | rex_b];
+	}
+	if (mod == 1) {
+		if (!rd_le(f, 1, &disp))
+			return false;
+		o->mem.disp = sext(disp, 1);
+	} else if (mod == 2) {
+		if (!rd_le(f, 4, &disp))
+			return false;
+		o->mem.disp = sext(disp, 4);
+	}
+	return true;
+}
+
+/* The ModRM byte's reg operand. */
+static void op_gr(struct fast *f, uint8_t modrm, unsigned size, uint8_t access)
+{
+	op_reg(f, gpr(f, ((modrm >> 3) & 7) | ((f->rex & 4) << 1), size), size, access);
+}
+
+/* The ModRM byte's r/m operand as an xmm register or 16 bytes of memory,
+ * and its reg operand as an xmm register. */
+static bool op_xrm(struct fast *f, uint8_t modrm, uint8_t access)
+{
+	if ((modrm >> 6) == 3) {
+		unsigned n = (modrm & 7) | ((f->rex & 1) << 3);
+		op_reg(f, (uint16_t)(X86_REG_XMM0 + n), 16, access);
+		return true;
+	}
+	return op_rm(f, modrm, 16, access);
+}
+
+static void op_xr(struct fast *f, uint8_t modrm, uint8_t access)
+{
+	unsigned n = ((modrm >> 3) & 7) | ((f->rex & 4) << 1);
+	op_reg(f, (uint16_t)(X86_REG_XMM0 + n), 16, access);
+}
+
+/* An immediate of IMM_LEN bytes for an operation of OPSIZE bytes, as
+ * Capstone 4 reports it: an imm8 sign-extended to a wider operand (83,
+ * 6B) as a signed 64-bit number, masked to the operand's width for the
+ * logical operations (and, or, xor); an imm32 of a 64-bit operation
+ * sign-extended; any other the number its bytes hold, unsigned. */
+static bool op_iv(struct fast *f, unsigned imm_len, unsigned opsize, bool logic)
+{
+	uint64_t raw;
+	if (!rd_le(f, imm_len, &raw))
+		return false;
+	int64_t v = (int64_t)raw;
+	if (imm_len < opsize) {
+		v = sext(raw, imm_len);
+		if (logic && opsize < 8)
+			v = (int64_t)((uint64_t)v & low_bytes(opsize));
+	}
+	op_imm(f, v, opsize);
+	return true;
+}
+
+/* A relative branch's target (its length known once the displacement
+ * is read): the next instruction's address plus the displacement. */
+static bool op_rel(struct fast *f, unsigned len, uint64_t addr)
+{
+	uint64_t raw;
+	if (!rd_le(f, len, &raw))
+		return false;
+	op_imm(f, (int64_t)(addr + f->i + (uint64_t)sext(raw, len)), 8);
+	return true;
+}
+/* The forms read here (v: 16, 32 or 64 bits by 66 / REX.W; b: 8 bits):
+ *   00-3D  add, or, adc, sbb, and, sub, xor, cmp: Eb,Gb  Ev,Gv  Gb,Eb
+ *          Gv,Ev  AL,Ib  eAX,Iz
+ *   50-5F  push, pop r64            63     movsxd Gq,Ed (REX.W)
+ *   69 6B  imul Gv,Ev,Iz/Ib         70-7F  jcc rel8
+ *   80 81 83  group 1 Eb,Ib Ev,Iz Ev,Ib 84 85  test Eb,Gb Ev,Gv
+ *   86 87  xchg Eb,Gb Ev,Gv         88-8B  mov
+ *   8D     lea Gv,M (32, 64)        90     nop (not REX.B: xchg)
+ *   98 99  cdqe, cdq, cqo           A8 A9  test AL,Ib eAX,Iz
+ *   B0-BF  mov r,imm (movabs)       C1 D1 D3  shl, shr, sar Ev
+ *   C3 C9 CC  ret, leave, int3      C6 C7  mov Eb,Ib Ev,Iz (/0)
+ *   E8 E9 EB  call, jmp rel         F4     hlt
+ *   F6 F7  test /0, not /2, neg /3  FE FF  inc, dec; FF call /2, jmp /4,
+ *          push /6 (64-bit operand)
+ *   0F 05  syscall                  0F 0B  ud2
+ *   0F 1F /0  nop Ev                0F 40-4F  cmovcc Gv,Ev
+ *   0F 80-8F  jcc rel32             0F 90-9F  setcc Eb
+ *   0F AF  imul Gv,Ev               0F B6 B7 BE BF  movzx, movsx Gv,Eb/Ew
+ *   F3 0F 1E FA  endbr64
+ * Prefixes: one REX right before the opcode; 66 (16-bit operands; any
+ * number, and 2E, before a nop); 64/65 (fs, gs) with a memory operand;
+ * F2 (bnd) before a branch. Left to Capstone: lock, rep, 67 (32-bit
+ * addresses), 3E (notrack: Capstone names ds in the operand), 16-bit
+ * branches, and anything not listed. False when not one of these, or cut
+ * short (Capstone then reads the bytes). */
+static bool fast_decode(const uint8_t *p, size_t len, uint64_t addr, cs_insn *ci, cs_detail *det)
+{
+	cs_x86 *x = &det->x86;
+	struct fast f = { .p = p, .n = len < FAST_MAX_LEN ? len : FAST_MAX_LEN, .opsize = 4,
+			  .seg = X86_REG_INVALID, .x = x };
+	unsigned n66 = 0;
+	bool cs = false, bnd = false, rep = false;
+	x->op_count = 0;
+	x->addr_size = 8;
+	det->regs_write_count = 0;
+	ci->address = addr;
+	if (f.n >= 4 && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa) {
+		ci->id = X86_INS_ENDBR64;
+		ci->size = 4;
+		return true;
+	}
+	uint8_t b;
+	for (;;) {
+		if (!rd_u8(&f, &b))
+			return false;
+		if (b == 0x66)
+			n66++;
+		else if (b == 0x2e && !cs)
+			cs = true;
+		else if ((b == 0x64 || b == 0x65) && f.seg == X86_REG_INVALID)
+			f.seg = b == 0x64 ? X86_REG_FS : X86_REG_GS;
+		else if (b == 0xf2 && !bnd)
+			bnd = true;
+		else if (b == 0xf3 && !rep)
+			rep = true;
+		else
+			break;
+	}
+	if (b >= 0x40 && b <= 0x4f) {
+		f.rex = b;
+		if (!rd_u8(&f, &b))
+			return false;
+	}
+	if (f.rex & 8)
+		f.opsize = 8;
+	else if (n66)
+		f.opsize = 2;
+	/* Which prefixes the opcode allows: plain (at most one 66), a
+	 * branch (F2 only), a nop (66s and 2E). */
+	enum { PLAIN, BRANCH, NOP, SSE } kind = PLAIN;
+	uint8_t modrm = 0, op2 = 0;
+	unsigned osz = f.opsize;
+	uint16_t id = X86_INS_INVALID;
+	if (b == 0x0f) {
+		if (!rd_u8(&f, &op2))
+			return false;
+		if (op2 == 0x1f) {
+			/* (Capstone 4 does not decode the register form) */
+			if (!rd_u8(&f, &modrm) || ((modrm >> 3) & 7) || (modrm >> 6) == 3 ||
+			    !op_rm(&f, modrm, osz, AC_R))
+				return false;
+			id = X86_INS_NOP;
+			kind = NOP;
+		} else if (op2 == 0x05 || op2 == 0x0b) {
+			id = op2 == 0x05 ? X86_INS_SYSCALL : X86_INS_UD2;
+		} else if (op2 >= 0x80 && op2 <= 0x8f) {
+			if (!op_rel(&f, 4, addr))
+				return false;
+			id = jcc_ids[op2 & 15];
+			kind = BRANCH;
+		} else if (op2 >= 0x40 && op2 <= 0x4f) {
+			if (!rd_u8(&f, &modrm))
+				return false;
+			op_gr(&f, modrm, osz, AC_RW);
+			if (!op_rm(&f, modrm, osz, AC_R))
+				return false;
+			id = cmov_ids[op2 & 15];
+		} else if (op2 >= 0x90 && op2 <= 0x9f) {
+			/* Capstone 4: a memory destination is read, not
+			 * written (so no store is seen), but sete's and
+			 * setne's */
+			if (!rd_u8(&f, &modrm) ||
+			    !op_rm(&f, modrm, 1, (modrm >> 6) == 3 || op2 == 0x94 || op2 == 0x95 ? AC_W : AC_R))
+				return false;
+			id = setcc_ids[op2 & 15];
+		} else if (op2 == 0xd7) {
+			/* pmovmskb r32, xmm (66; REX.W changes nothing) */
+			if (!rd_u8(&f, &modrm) || (modrm >> 6) != 3 || n66 != 1 || rep)
+				return false;
+			op_reg(&f, gpr32[((modrm >> 3) & 7) | ((f.rex & 4) << 1)], 4, AC_W);
+			op_xrm(&f, modrm, AC_R);
+			id = X86_INS_PMOVMSKB;
+			kind = SSE;
+		} else if (op2 == 0xaf) {
+			if (!rd_u8(&f, &modrm))
+				return false;
+			op_gr(&f, modrm, osz, AC_RW);
+			if (!op_rm(&f, modrm, osz, AC_R))
+				return false;
+			id = X86_INS_IMUL;
+		} else if (op2 == 0xb6 || op2 == 0xb7 || op2 == 0xbe || op2 == 0xbf) {
+			if (!rd_u8(&f, &modrm))
+				return false;
+			op_gr(&f, modrm, osz, AC_W);
+			if (!op_rm(&f, modrm, op2 & 1 ? 2 : 1, AC_R))
+				return false;
+			id = op2 < 0xb8 ? X86_INS_MOVZX : X86_INS_MOVSX;
+		} else {
+			/* the SSE2 forms: the prefix chooses the form */
+			unsigned pfx = rep ? PFX_F3 : n66 ? PFX_66 : PFX_NONE;
+			const struct sse_form *sf = NULL;
+			for (size_t k = 0; k < BK_ARRAY_LEN(sse_forms) && !sf; k++)
+				if (sse_forms[k].op == op2 && sse_forms[k].pfx == pfx)
+					sf = &sse_forms[k];
+			if (!sf || n66 > 1 || (rep && n66) || !rd_u8(&f, &modrm))
+				return false;
+			if (sf->store) {
+				if (!op_xrm(&f, modrm, (modrm >> 6) == 3 ? sf->acc : sf->mem_acc))
+					return false;
+				op_xr(&f, modrm, AC_R);
+			} else {
+				op_xr(&f, modrm, sf->acc);
+				if (!op_xrm(&f, modrm, AC_R))
+					return false;
+			}
+			id = sf->id;
+			kind = SSE;
+		}
+	} else if (b < 0x40 && (b & 7) < 6) {
+		unsigned alu = b >> 3, form = b & 7, sz = form & 1 ? osz : 1;
+		uint8_t acc = alu == 7 ? AC_R : AC_RW;
+		id = alu_ids[alu];
+		if (form < 4) {
+			if (!rd_u8(&f, &modrm))
+				return false;
+			if (form < 2) {
+				if (!op_rm(&f, modrm, sz, acc))
+					return false;
+				op_gr(&f, modrm, sz, AC_R);
+			} else {
+				op_gr(&f, modrm, sz, acc);
+				if (!op_rm(&f, modrm, sz, AC_R))
+					return false;
+			}
+		} else {
+			op_reg(&f, gpr(&f, 0, sz), sz, acc);
+			if (!op_iv(&f, sz == 8 ? 4 : sz, sz, alu == 1 || alu == 4 || alu == 6))
+				return false;
+		}
+	} else if (b >= 0x50 && b <= 0x5f) {
+		if (n66)
+			return false;
+		op_reg(&f, gpr64[(b & 7) | ((f.rex & 1) << 3)], 8, b < 0x58 ? AC_R : AC_W);
+		id = b < 0x58 ? X86_INS_PUSH : X86_INS_POP;
+	} else if (b >= 0x70 && b <= 0x7f) {
+		if (!op_rel(&f, 1, addr))
+			return false;
+		id = jcc_ids[b & 15];
+		kind = BRANCH;
+	} else if (b >= 0xb0 && b <= 0xbf) {
+		unsigned sz = b < 0xb8 ? 1 : osz;
+		op_reg(&f, gpr(&f, (b & 7) | ((f.rex & 1) << 3), sz), sz, AC_W);
+		if (!op_iv(&f, sz, sz, false))
+			return false;
+		id = sz == 8 ? X86_INS_MOVABS : X86_INS_MOV;
+	} else {
+		switch (b) {
+		case 0x63:
+			if (!(f.rex & 8) || !rd_u8(&f, &modrm))
+				return false;
+			op_gr(&f, modrm, 8, AC_W);
+			if (!op_rm(&f, modrm, 4, AC_R))
+				return false;
+			id = X86_INS_MOVSXD;
+			break;
+		case 0x69:
+		case 0x6b:
+			if (!rd_u8(&f, &modrm))
+				return false;
+			op_gr(&f, modrm, osz, AC_W);
+			if (!op_rm(&f, modrm, osz, AC_R) ||
+			    !op_iv(&f, b == 0x6b ? 1 : osz == 8 ? 4 : osz, osz, false))
+				return false;
+			id = X86_INS_IMUL;
+			break;
+		case 0x80:
+		case 0x81:
+		case 0x83: {
+			unsigned sz = b == 0x80 ? 1 : osz, alu;
+			if (!rd_u8(&f, &modrm))
+				return false;
+			alu = (modrm >> 3) & 7;
+			if (!op_rm(&f, modrm, sz, alu == 7 ? AC_R : AC_RW) ||
+			    !op_iv(&f, b == 0x81 ? (sz == 8 ? 4 : sz) : 1, sz,
+				   alu == 1 || alu == 4 || alu == 6))
+				return false;
+			id = alu_ids[alu];
+			break;
+		}
+		case 0x84:
+		case 0x85:
+		case 0x86:
+		case 0x87:
+		case 0x88:
+		case 0x89: {
+			unsigned sz = b & 1 ? osz : 1;
+			bool xchg = b == 0x86 || b == 0x87;
+			if (!rd_u8(&f, &modrm) ||
+			    !op_rm(&f, modrm, sz, b < 0x86 ? AC_R : xchg ? AC_RW : AC_W))
+				return false;
+			op_gr(&f, modrm, sz, xchg ? AC_RW : AC_R);
+			id = b < 0x86 ? X86_INS_TEST : xchg ? X86_INS_XCHG : X86_INS_MOV;
+			break;
+		}
+		case 0x8a:
+		case 0x8b: {
+			unsigned sz = b & 1 ? osz : 1;
+			if (!rd_u8(&f, &modrm))
+				return false;
+			op_gr(&f, modrm, sz, AC_W);
+			if (!op_rm(&f, modrm, sz, AC_R))
+				return false;
+			id = X86_INS_MOV;
+			break;
+		}
+		case 0x8d:
+			if (n66 || !rd_u8(&f, &modrm) || (modrm >> 6) == 3 || f.seg != X86_REG_INVALID)
+				return false;
+			op_gr(&f, modrm, osz, AC_W);
+			if (!op_rm(&f, modrm, osz, AC_R))
+				return false;
+			id = X86_INS_LEA;
+			break;
+		case 0x90:
+			if (f.rex & 1)
+				return false; /* xchg eax, r8d */
+			id = X86_INS_NOP;
+			kind = NOP;
+			break;
+		case 0x98:
+			if (!(f.rex & 8))
+				return false; /* cwde, cbw */
+			id = X86_INS_CDQE;
+			break;
+		case 0x99:
+			if (n66)
+				return false;
+			id = f.rex & 8 ? X86_INS_CQO : X86_INS_CDQ;
+			det->regs_write[0] = f.rex & 8 ? X86_REG_RAX : X86_REG_EAX;
+			det->regs_write[1] = f.rex & 8 ? X86_REG_RDX : X86_REG_EDX;
+			det->regs_write_count = 2;
+			break;
+		case 0xa8:
+		case 0xa9: {
+			/* Capstone 4: test AL/eAX, imm writes its register
+			 * (a new value, as the Capstone path has it) */
+			unsigned sz = b & 1 ? osz : 1;
+			op_reg(&f, gpr(&f, 0, sz), sz, AC_RW);
+			if (!op_iv(&f, sz == 8 ? 4 : sz, sz, true))
+				return false;
+			id = X86_INS_TEST;
+			break;
+		}
+		case 0xc1:
+		case 0xd1:
+		case 0xd3: {
+			if (!rd_u8(&f, &modrm))
+				return false;
+			unsigned op = (modrm >> 3) & 7;
+			if (op != 4 && op != 5 && op != 7)
+				return false;
+			if (!op_rm(&f, modrm, osz, AC_RW))
+				return false;
+			if (b == 0xc1 && !op_iv(&f, 1, 1, false))
+				return false;
+			if (b == 0xd1)
+				op_imm(&f, 1, osz);
+			if (b == 0xd3)
+				op_reg(&f, X86_REG_CL, 1, AC_R);
+			id = op == 4 ? X86_INS_SHL : op == 5 ? X86_INS_SHR : X86_INS_SAR;
+			break;
+		}
+		case 0xc3:
+			id = X86_INS_RET;
+			kind = BRANCH;
+			break;
+		case 0xc9:
+			if (n66)
+				return false;
+			id = X86_INS_LEAVE;
+			break;
+		case 0xcc:
+			id = X86_INS_INT3;
+			break;
+		case 0xf4:
+			id = X86_INS_HLT;
+			break;
+		case 0xc6:
+		case 0xc7: {
+			unsigned sz = b & 1 ? osz : 1;
+			if (!rd_u8(&f, &modrm) || ((modrm >> 3) & 7) || !op_rm(&f, modrm, sz, AC_W) ||
+			    !op_iv(&f, sz == 8 ? 4 : sz, sz, false))
+				return false;
+			id = X86_INS_MOV;
+			break;
+		}
+		case 0xe8:
+		case 0xe9:
+		case 0xeb:
+			if (!op_rel(&f, b == 0xeb ? 1 : 4, addr))
+				return false;
+			id = b == 0xe8 ? X86_INS_CALL : X86_INS_JMP;
+			kind = BRANCH;
+			break;
+		case 0xf6:
+		case 0xf7: {
+			unsigned sz = b & 1 ? osz : 1;
+			if (!rd_u8(&f, &modrm))
+				return false;
+			unsigned op = (modrm >> 3) & 7;
+			if (op == 0) {
+				/* Capstone 4: a memory operand is written (so
+				 * the Capstone path stores unknown bytes there) */
+				if (!op_rm(&f, modrm, sz, (modrm >> 6) == 3 ? AC_R : AC_RW) ||
+				    !op_iv(&f, sz == 8 ? 4 : sz, sz, true))
+					return false;
+				id = X86_INS_TEST;
+			} else if (op == 2 || op == 3) {
+				if (!op_rm(&f, modrm, sz, AC_RW))
+					return false;
+				id = op == 2 ? X86_INS_NOT : X86_INS_NEG;
+			} else {
+				return false;
+			}
+			break;
+		}
+		case 0xfe:
+		case 0xff: {
+			if (!rd_u8(&f, &modrm))
+				return false;
+			unsigned op = (modrm >> 3) & 7;
+			if (op < 2) {
+				if (!op_rm(&f, modrm, b == 0xfe ? 1 : osz, AC_RW))
+					return false;
+				id = op ? X86_INS_DEC : X86_INS_INC;
+			} else if (b == 0xff && (op == 2 || op == 4 || op == 6)) {
+				/* 64-bit operands whatever REX.W says; 66 is
+				 * left to Capstone */
+				if (n66 || !op_rm(&f, modrm, 8, AC_R))
+					return false;
+				id = op == 2 ? X86_INS_CALL : op == 4 ? X86_INS_JMP : X86_INS_PUSH;
+				kind = op == 6 ? PLAIN : BRANCH;
+			} else {
+				return false;
+			}
+			break;
+		}
+		default:
+			return false;
+		}
+	}
+	/* The prefixes the form allows. */
+	if (kind == BRANCH && (n66 || f.seg != X86_REG_INVALID || cs))
+		return false;
+	if (rep && kind != SSE)
+		return false;
+	/* (Capstone 4 takes 66 as an SSE form's prefix only right before
+	 * the opcode or its REX: no other prefix is read with one) */
+	if (kind == SSE && (cs || f.seg != X86_REG_INVALID))
+		return false;
+	if (kind != BRANCH && bnd)
+		return false;
+	if (kind == PLAIN && (n66 > 1 || cs))
+		return false;
+	if (f.seg != X86_REG_INVALID && (!f.has_mem || kind == NOP))
+		return false;
+	ci->id = id;
+	ci->size = (uint16_t)f.i;
+	return true;
+}
+
 static void x86_decode(void *dec, const uint8_t *bytes, size_t len, uint64_t addr,
 		       struct sk_insn *in, struct sk_mop *mops)
 {
+	struct x86_dec *xd = dec;
 	memset(in, 0, sizeof(*in));
 	in->addr = addr;
 	in->len = 1;
 	in->flow = SK_BAD;
 	in->ijump_reg = SK_NONE;
-	const cs_insn *i = insn_decode(dec, bytes, len, addr);
+	cs_insn fi;
+	cs_detail fd;
+	const cs_insn *i;
+	xd->all++;
+	if (!xd->no_fast && fast_decode(bytes, len, addr, &fi, &fd)) {
+		fi.detail = &fd;
+		i = &fi;
+		xd->fast++;
+	} else {
+		i = insn_decode(xd->d, bytes, len, addr);
+	}
 	if (!i) {
 		struct build b = { in, mops };
 		if (!x86_fallback(&b, bytes, len)) {
@@ -759,7 +1495,8 @@ static void x86_decode(void *dec, const uint8_t *bytes, size_t len, uint64_t add
 static void x86_text(void *dec, const uint8_t *bytes, size_t len, uint64_t addr, char *buf,
 		     size_t buflen)
 {
-	insn_text(dec, bytes, len, addr, buf, buflen);
+	struct x86_dec *xd = dec;
+	insn_text(xd->d, bytes, len, addr, buf, buflen);
 	if (!strcmp(buf, "(bad)") && len) {
 		/* one x86_fallback knows: its bytes */
 		size_t used = (size_t)snprintf(buf, buflen, "(vex/evex:");
@@ -769,14 +1506,45 @@ static void x86_text(void *dec, const uint8_t *bytes, size_t len, uint64_t addr,
 	}
 }
 
+static int x86_open_as(void **dec, bool no_fast)
+{
+	struct x86_dec *xd = base_calloc(1, sizeof(*xd));
+	if (!xd)
+		return BK_E_NOMEM;
+	int err = insn_open(BK_ARCH_X86_64, &xd->d);
+	if (err) {
+		base_free(xd);
+		return err;
+	}
+	xd->no_fast = no_fast;
+	*dec = xd;
+	return 0;
+}
+
 static int x86_open(void **dec)
 {
-	return insn_open(BK_ARCH_X86_64, (struct insn_dec **)dec);
+	return x86_open_as(dec, false);
+}
+
+static int x86_open_reference(void **dec)
+{
+	return x86_open_as(dec, true);
 }
 
 static void x86_close(void *dec)
 {
-	insn_close(dec);
+	struct x86_dec *xd = dec;
+	if (!xd)
+		return;
+	insn_close(xd->d);
+	base_free(xd);
+}
+
+void chk_stack_x86_counts(void *dec, uint64_t *all, uint64_t *fast)
+{
+	const struct x86_dec *xd = dec;
+	*all = xd->all;
+	*fast = xd->fast;
 }
 
 #define BIT(n) (1ull << (n))
@@ -813,6 +1581,35 @@ const struct sk_arch chk_stack_x86_64 = {
 	.reloc_jump_slot = 7, /* R_X86_64_JUMP_SLOT */
 	.reloc_glob_dat = 6,  /* R_X86_64_GLOB_DAT */
 	.open = x86_open,
+	.close = x86_close,
+	.decode = x86_decode,
+	.text = x86_text,
+};
+
+/* The same with every instruction through Capstone: what the fast path
+ * is tested against (tests/unit/test_x86decode.c). */
+const struct sk_arch chk_stack_x86_64_reference = {
+	.arch = BK_ARCH_X86_64,
+	.sp = 7,
+	.fp = 6,
+	.ra_col = 16,
+	.callee_saved = BIT(3) | BIT(6) | BIT(12) | BIT(13) | BIT(14) | BIT(15),
+	/* rax, rdx, rcx, rsi, rdi, r8-r11, xmm0-15 */
+	.call_clobbered = BIT(0) | BIT(1) | BIT(2) | BIT(4) | BIT(5) | BIT(8) | BIT(9) | BIT(10) |
+			  BIT(11) | (0xffffull << 17),
+	.nregs = 33,
+	.reg_of_dwarf_map = x86_reg_of_dwarf,
+	.ndwarf = BK_ARRAY_LEN(x86_reg_of_dwarf),
+	.dwarf_of_reg_map = x86_dwarf_of_reg,
+	.ncmp = 8,
+	.cmp_regs = { 3, 6, 12, 13, 14, 15, 16, 7 },
+	.entry_cfa_off = 8,
+	.ra_slot = -8,
+	.stack_align = 16,
+	.table_sizes = 4 | 8,
+	.reloc_jump_slot = 7, /* R_X86_64_JUMP_SLOT */
+	.reloc_glob_dat = 6,  /* R_X86_64_GLOB_DAT */
+	.open = x86_open_reference,
 	.close = x86_close,
 	.decode = x86_decode,
 	.text = x86_text,
