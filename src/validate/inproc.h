@@ -15,6 +15,9 @@ extern __thread int ip_inside __attribute__((tls_model("initial-exec")));
 
 /* Is P a block of the private heap? */
 bool ip_heap_owns(const void *p);
+/* Where the program's executable defines malloc itself: point the
+ * allocator slots of the loaded libraries at ours (inproc_heap.c). */
+void ip_heap_take_over(void);
 /* Forget the heap's lock after fork (a copy of another thread's hold). */
 void ip_heap_after_fork(void);
 

@@ -29,6 +29,8 @@
  * taking it never waits on anything but another thread's few instructions.
  */
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -362,6 +364,48 @@ static void *do_memalign(size_t align, size_t len)
 	return p;
 }
 
+static void *do_reallocarray(void *p, size_t n, size_t len)
+{
+	if (len && n > SIZE_MAX / len) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return do_realloc(p, n * len);
+}
+
+static int do_posix_memalign(void **out, size_t align, size_t len)
+{
+	if (!align || (align & (align - 1)) || align % sizeof(void *))
+		return EINVAL;
+	int saved = errno;
+	void *p = do_memalign(align, len);
+	int e = errno;
+	errno = saved;
+	if (!p)
+		return e == EINVAL ? EINVAL : ENOMEM;
+	*out = p;
+	return 0;
+}
+
+static void *do_valloc(size_t len)
+{
+	return do_memalign(4096, len);
+}
+
+static void *do_pvalloc(size_t len)
+{
+	return do_memalign(4096, (len + 4095) & ~(size_t)4095);
+}
+
+static size_t do_usable(void *p)
+{
+	if (!p)
+		return 0;
+	if (ip_heap_owns(p))
+		return usable_size(p);
+	return have_next() && next.usable ? next.usable(p) : 0;
+}
+
 EXPORT void *malloc(size_t len)
 {
 	return do_malloc(len);
@@ -384,11 +428,7 @@ EXPORT void *realloc(void *p, size_t len)
 
 EXPORT void *reallocarray(void *p, size_t n, size_t len)
 {
-	if (len && n > SIZE_MAX / len) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	return do_realloc(p, n * len);
+	return do_reallocarray(p, n, len);
 }
 
 EXPORT void *memalign(size_t align, size_t len)
@@ -403,35 +443,151 @@ EXPORT void *aligned_alloc(size_t align, size_t len)
 
 EXPORT int posix_memalign(void **out, size_t align, size_t len)
 {
-	if (!align || (align & (align - 1)) || align % sizeof(void *))
-		return EINVAL;
-	int saved = errno;
-	void *p = do_memalign(align, len);
-	int e = errno;
-	errno = saved;
-	if (!p)
-		return e == EINVAL ? EINVAL : ENOMEM;
-	*out = p;
-	return 0;
+	return do_posix_memalign(out, align, len);
 }
 
 EXPORT void *valloc(size_t len)
 {
-	return do_memalign(4096, len);
+	return do_valloc(len);
 }
 
 EXPORT void *pvalloc(size_t len)
 {
-	return do_memalign(4096, (len + 4095) & ~(size_t)4095);
+	return do_pvalloc(len);
 }
 
 EXPORT size_t malloc_usable_size(void *p)
 {
-	if (!p)
+	return do_usable(p);
+}
+
+/* ---- An executable that defines malloc ------------------------------------
+ *
+ * Then the program's malloc is its own, found first by every library
+ * (the executable comes first in the lookup order), ours by none: libelf,
+ * libdwarf, the compression libraries, Capstone and the C library itself
+ * would allocate from the program's allocator inside the driver. So their
+ * GOT slots for the allocator's functions are pointed at ours, which
+ * forward to the program's outside the driver (what those slots held).
+ * Libraries loaded later (dlopen) keep the program's: the driver uses
+ * none of them. */
+
+static const char *const alloc_names[] = {
+	"malloc", "free", "calloc", "realloc", "reallocarray", "memalign", "aligned_alloc",
+	"posix_memalign", "valloc", "pvalloc", "malloc_usable_size",
+};
+
+/* Ours for alloc_names[I]: the functions themselves, not the exported
+ * names (which resolve to the program's here). */
+static void *our_fn(size_t i)
+{
+	void *fns[] = { (void *)do_malloc, (void *)do_free, (void *)do_calloc, (void *)do_realloc,
+			(void *)do_reallocarray, (void *)do_memalign, (void *)do_memalign,
+			(void *)do_posix_memalign, (void *)do_valloc, (void *)do_pvalloc,
+			(void *)do_usable };
+	return fns[i];
+}
+
+static void patch_slot(uint64_t *slot, void *to, uint64_t relro_lo, uint64_t relro_hi)
+{
+	uint64_t page = (uint64_t)(uintptr_t)slot & ~(uint64_t)4095;
+	bool ro = (uint64_t)(uintptr_t)slot >= relro_lo && (uint64_t)(uintptr_t)slot < relro_hi;
+	if (ro && sys6(SYS_mprotect, (long)page, 4096, PROT_READ | PROT_WRITE, 0, 0, 0))
+		return;
+	*(volatile uint64_t *)slot = (uint64_t)(uintptr_t)to;
+	if (ro)
+		sys6(SYS_mprotect, (long)page, 4096, PROT_READ, 0, 0, 0);
+}
+
+static int patch_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	const void *self = data;
+	if (!info->dlpi_name || !info->dlpi_name[0] || info->dlpi_addr == (uintptr_t)self)
+		return 0; /* the executable (its calls are its own), ourselves */
+	const ElfW(Dyn) *dyn = NULL;
+	uint64_t relro_lo = 0, relro_hi = 0, base = info->dlpi_addr;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(uintptr_t)(base + ph->p_vaddr);
+		else if (ph->p_type == PT_GNU_RELRO) {
+			relro_lo = base + ph->p_vaddr;
+			relro_hi = relro_lo + ph->p_memsz;
+		}
+	}
+	if (!dyn)
 		return 0;
-	if (ip_heap_owns(p))
-		return usable_size(p);
-	return have_next() && next.usable ? next.usable(p) : 0;
+	uint64_t symtab = 0, strtab = 0, strsz = 0, jmprel = 0, pltrelsz = 0, rela = 0, relasz = 0;
+	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+		switch (d->d_tag) {
+		case DT_SYMTAB: symtab = d->d_un.d_ptr; break;
+		case DT_STRTAB: strtab = d->d_un.d_ptr; break;
+		case DT_STRSZ: strsz = d->d_un.d_val; break;
+		case DT_JMPREL: jmprel = d->d_un.d_ptr; break;
+		case DT_PLTRELSZ: pltrelsz = d->d_un.d_val; break;
+		case DT_RELA: rela = d->d_un.d_ptr; break;
+		case DT_RELASZ: relasz = d->d_un.d_val; break;
+		}
+	}
+	/* The dynamic linker relocated these pointers in place, where it
+	 * could write them. */
+	if (symtab && symtab < base)
+		symtab += base;
+	if (strtab && strtab < base)
+		strtab += base;
+	if (jmprel && jmprel < base)
+		jmprel += base;
+	if (rela && rela < base)
+		rela += base;
+	if (!symtab || !strtab)
+		return 0;
+	const uint64_t tables[2][2] = { { jmprel, pltrelsz }, { rela, relasz } };
+	for (int t = 0; t < 2; t++) {
+		const ElfW(Rela) *r = (const ElfW(Rela) *)(uintptr_t)tables[t][0];
+		size_t n = r ? tables[t][1] / sizeof(*r) : 0;
+		for (size_t k = 0; k < n; k++) {
+			unsigned type = ELF64_R_TYPE(r[k].r_info), sym = ELF64_R_SYM(r[k].r_info);
+			if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !sym)
+				continue;
+			const ElfW(Sym) *s = (const ElfW(Sym) *)(uintptr_t)symtab + sym;
+			if (s->st_name >= strsz)
+				continue;
+			const char *name = (const char *)(uintptr_t)strtab + s->st_name;
+			for (size_t i = 0; i < sizeof(alloc_names) / sizeof(*alloc_names); i++)
+				if (!strcmp(name, alloc_names[i])) {
+					patch_slot((uint64_t *)(uintptr_t)(base + r[k].r_offset), our_fn(i),
+						   relro_lo, relro_hi);
+					break;
+				}
+		}
+	}
+	return 0;
+}
+
+void ip_heap_take_over(void)
+{
+	/* Where the lookup finds our malloc, every library's calls come here
+	 * (the name in this file would resolve to the program's: compared by
+	 * the library that defines it). */
+	void *prog = dlsym(RTLD_DEFAULT, "malloc");
+	Dl_info self, found;
+	if (!prog || !dladdr((void *)ip_heap_take_over, &self) || !dladdr(prog, &found) ||
+	    found.dli_fbase == self.dli_fbase)
+		return;
+	/* The program's are what we forward to. */
+	resolving = 1;
+	*(void **)&next.malloc = prog;
+	*(void **)&next.free = dlsym(RTLD_DEFAULT, "free");
+	*(void **)&next.calloc = dlsym(RTLD_DEFAULT, "calloc");
+	*(void **)&next.realloc = dlsym(RTLD_DEFAULT, "realloc");
+	*(void **)&next.memalign = dlsym(RTLD_DEFAULT, "memalign");
+	*(void **)&next.usable = dlsym(RTLD_DEFAULT, "malloc_usable_size");
+	resolving = 0;
+	if (!next.free || !next.calloc || !next.realloc || !next.memalign)
+		return;
+	atomic_store_explicit(&next_state, 2, memory_order_release);
+	dl_iterate_phdr(patch_object, self.dli_fbase);
 }
 
 /* The preload library's own references (-Wl,--wrap): always ours. */

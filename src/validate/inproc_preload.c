@@ -2078,7 +2078,9 @@ static void take_over_handlers(void)
  * option for the process, before its first handle): the private heap's,
  * so that the decoder stays off the program's allocator even where the
  * program's executable defines malloc (and our exported one is not the
- * one found). */
+ * one found). It is linked to this library and given to src/insn
+ * (insn_provide): loaded at the program's start, not by a dlopen, whose
+ * dynamic loader allocates with the program's malloc. */
 void *__wrap_malloc(size_t len);
 void *__wrap_calloc(size_t n, size_t len);
 void *__wrap_realloc(void *p, size_t len);
@@ -2086,14 +2088,6 @@ void __wrap_free(void *p);
 
 static void capstone_mem(void)
 {
-	void *h = dlopen(insn_library(), RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		h = dlopen("libcapstone.so", RTLD_NOW | RTLD_LOCAL);
-	cs_err (*option)(csh, cs_opt_type, size_t) = NULL;
-	if (h)
-		*(void **)&option = dlsym(h, "cs_option");
-	if (!option)
-		return; /* insn_open says the same */
 	static cs_opt_mem mem = {
 		.malloc = __wrap_malloc,
 		.calloc = __wrap_calloc,
@@ -2101,7 +2095,18 @@ static void capstone_mem(void)
 		.free = __wrap_free,
 		.vsnprintf = vsnprintf,
 	};
-	option(0, CS_OPT_MEM, (size_t)(uintptr_t)&mem);
+	cs_option(0, CS_OPT_MEM, (size_t)(uintptr_t)&mem);
+	static const struct insn_capstone fns = {
+		.open = cs_open,
+		.option = cs_option,
+		.malloc = cs_malloc,
+		.free = cs_free,
+		.close = cs_close,
+		.disasm_iter = cs_disasm_iter,
+		.insn_group = cs_insn_group,
+		.reg_name = cs_reg_name,
+	};
+	insn_provide(&fns);
 }
 
 __attribute__((constructor)) static void ip_init(void)
@@ -2114,6 +2119,7 @@ __attribute__((constructor)) static void ip_init(void)
 	uint64_t mask;
 	raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all_but_trap, (long)&mask, 8, 0, 0);
 	ip_inside++;
+	ip_heap_take_over();
 	make_cstack();
 	fcntl(g.fd, F_SETFD, FD_CLOEXEC); /* our exec wrappers keep it for our own image */
 	/* SIGTRAP: the program's action as it was, then ours, which blocks
