@@ -80,6 +80,7 @@
  * val_inproc.c) only when its pid is ours.
  */
 #include <dlfcn.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -223,6 +224,7 @@ struct ip_thread {
 	uint8_t disp_len;
 	bool emulated;           /* the instruction under an int3 was emulated: it
 				  * stands at the next one, to be reported */
+	unsigned chain;          /* steps emulated since the thread's last trap */
 	/* Stepping rt_sigreturn: the frame's PC was made the thread's landing
 	 * int3 (below, "Stepping"); LAND is where it really returns to. */
 	uint64_t land;
@@ -330,9 +332,13 @@ static int getpid_raw(void)
 	return (int)raw_syscall0(SYS_getpid);
 }
 
-/* Every signal but SIGTRAP (bit SIG - 1 of the kernel's 64-bit set). */
+/* What the driver blocks while it works: every signal but SIGTRAP (a trap
+ * met inside, below "nested_trap"), SIGSEGV and SIGBUS (a fault of our
+ * own memory reads, recovered: below, "Reading memory"). Bit SIG - 1 of the
+ * kernel's 64-bit set. */
 #define SIGBIT(sig) (1ull << ((sig) - 1))
-static const uint64_t all_but_trap = ~SIGBIT(SIGTRAP);
+#define FAULTS (SIGBIT(SIGSEGV) | SIGBIT(SIGBUS))
+static const uint64_t all_but_trap = ~(SIGBIT(SIGTRAP) | FAULTS);
 
 /* The driver's work outside its handlers (thread starts and ends, exit,
  * exec): signals blocked and the thread marked inside, as in a handler. */
@@ -360,9 +366,15 @@ static struct ip_thread *find_th(int tid)
 
 /* The calling thread's record (made on first use; a slot of a thread that
  * is gone is reused by its tid). */
+static __thread int self_tid __attribute__((tls_model("initial-exec")));
+
 static struct ip_thread *self(void)
 {
-	int tid = gettid_raw();
+	/* The thread's id, asked once (a vfork child, which shares our
+	 * thread-local storage, never gets here: its pid is not ours). */
+	if (!self_tid)
+		self_tid = gettid_raw();
+	int tid = self_tid;
 	if (self_th && self_th->tid == tid)
 		return self_th;
 	struct ip_thread *th = find_th(tid);
@@ -499,19 +511,87 @@ static struct ip_bp *bp_get(uint64_t addr)
 }
 
 /* Up to LEN bytes at ADDR, without faulting: how many. */
+/* ---- Reading memory ------------------------------------------------------
+ *
+ * Every read of the program's memory (the unwinder's, the decoder's, the
+ * stepping's) is a plain load that may fault: ip_probe_read copies, and a
+ * SIGSEGV or SIGBUS at its loads (our entry is the kernel's action for
+ * both while we check, below "Signals") resumes it at ip_probe_fail. A
+ * system call per read (process_vm_readv: 1.2 us on the project's VM,
+ * about one per checked instruction) costs more than the rest of a step's
+ * reading together. SIGSEGV and SIGBUS are never blocked while the driver
+ * works (all_but_trap), and unblocked at its entry where the program had
+ * them blocked. */
+int ip_probe_read(void *dst, const void *src, size_t len);
+int ip_probe_write8(uint64_t *dst, uint64_t value);
+void ip_probe_begin(void);
+void ip_probe_end(void);
+void ip_probe_fail(void);
+__asm__(".text\n"
+	".p2align 4\n"
+	".globl ip_probe_read\n"
+	".hidden ip_probe_read\n"
+	".type ip_probe_read,@function\n"
+	"ip_probe_read:\n"
+	"	.cfi_startproc\n"
+	"	mov %rdx, %rcx\n"
+	".globl ip_probe_begin\n"
+	".hidden ip_probe_begin\n"
+	"ip_probe_begin:\n"
+	"	cmp $8, %rcx\n"
+	"	jne 1f\n"
+	"	mov (%rsi), %rax\n"
+	"	mov %rax, (%rdi)\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	"1:	rep movsb\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	/* ip_probe_write8(addr, value): one 8-byte store. */
+	".globl ip_probe_write8\n"
+	".hidden ip_probe_write8\n"
+	"ip_probe_write8:\n"
+	"	mov %rsi, (%rdi)\n"
+	".globl ip_probe_end\n"
+	".hidden ip_probe_end\n"
+	"ip_probe_end:\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	".globl ip_probe_fail\n"
+	".hidden ip_probe_fail\n"
+	"ip_probe_fail:\n"
+	"	mov $-1, %eax\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".size ip_probe_read, .-ip_probe_read\n");
+
+/* Up to LEN bytes at ADDR, without faulting: how many (a prefix, page by
+ * page where the whole does not read). */
+/* Addresses no mapping can hold (below the kernel's lowest, mmap_min_addr,
+ * 64 KiB by default; above user space): failed without a fault. Walks
+ * guessing from leftover values (frame pointers, stack scans) ask for
+ * them often. */
+static bool never_mapped(uint64_t addr, size_t len)
+{
+	return addr < 0x10000 || addr >= 0x800000000000ull || len > 0x800000000000ull - addr;
+}
+
 static size_t raw_read(uint64_t addr, void *dst, size_t len)
 {
-	struct iovec local = { dst, len }, remote = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv(g.pid, &local, 1, &remote, 1, 0);
-	if (n < 0 && len > 1) {
-		/* A partial range fails whole on some kernels: byte by byte up
-		 * to the first unreadable page. */
-		size_t k = 0;
-		while (k < len && raw_read(addr + k, (uint8_t *)dst + k, 1) == 1)
-			k++;
-		return k;
+	if (never_mapped(addr, len))
+		return 0;
+	if (!len || ip_probe_read(dst, (const void *)(uintptr_t)addr, len) == 0)
+		return len;
+	size_t k = 0;
+	while (k < len) {
+		size_t n = 4096 - ((addr + k) & 4095);
+		if (n > len - k)
+			n = len - k;
+		if (ip_probe_read((uint8_t *)dst + k, (const void *)(uintptr_t)(addr + k), n) != 0)
+			break;
+		k += n;
 	}
-	return n < 0 ? 0 : (size_t)n;
+	return k;
 }
 
 /* What the program's memory holds under our int3s. */
@@ -624,6 +704,20 @@ static void restore_all(void)
  * runs free through the same code) goes back onto it and traps again until
  * the stepping thread has taken it out.
  */
+
+/* Stepping by emulation. A control transfer (jmp, jcc, loop, call, ret,
+ * direct or through a register or memory) changes nothing but the PC, SP
+ * and, for a call, the word it pushes, and decides nothing from what it
+ * does not read: made here on the trap's context, exactly as the CPU
+ * would (a read or the push that would fault is left to the program), its
+ * stop is reported at once, with no trap for it (a trap and its signal
+ * are about half a step's cost). Nothing is left out: the stop is the
+ * same as the trap's would be, and the checker walks it the same. At most
+ * EMULATE_CHAIN such steps in a row before the thread runs again (a loop
+ * of jumps must not keep it, and its pending signals and the other
+ * threads, in the handler). Not in BACKSTEP_INPROC_STEP=tf (which
+ * measures the trap flag). */
+#define EMULATE_CHAIN 64
 
 static struct ip_step *step_slot(uint64_t pc)
 {
@@ -1026,8 +1120,11 @@ static bool emulate(struct ip_thread *th, const struct ip_step *s, greg_t *gr)
 		if (successors(s, gr, to) != 1)
 			return false;
 		if (s->call) {
+			/* The push may fault (a stack overflow): then the call
+			 * is the program's to make, and its fault with it. */
 			uint64_t sp = (uint64_t)gr[REG_RSP] - 8;
-			*(volatile uint64_t *)(uintptr_t)sp = next;
+			if (never_mapped(sp, 8) || ip_probe_write8((uint64_t *)(uintptr_t)sp, next) != 0)
+				return false;
 			gr[REG_RSP] = (greg_t)sp;
 		}
 		gr[REG_RIP] = (greg_t)to[0];
@@ -1130,7 +1227,16 @@ static void step_off(struct ip_thread *th, enum val_resume how)
 	}
 	th->stepping = true;
 	th->then_run = how != VAL_RESUME_STEP;
-	bool sigret = sigreturn_step(th, step_at(pc), gr);
+	struct ip_step *s = step_at(pc);
+	if (how == VAL_RESUME_STEP && !on_bp && !g.step_tf && s && th->chain < EMULATE_CHAIN &&
+	    emulate(th, s, gr)) {
+		/* A control transfer made here: its stop comes next, without
+		 * a trap (below, "Stepping by emulation"). */
+		th->chain++;
+		gr[REG_EFL] &= ~(greg_t)TF;
+		return;
+	}
+	bool sigret = sigreturn_step(th, s, gr);
 	if (on_bp && run_under(th, pc, gr)) {
 		gr[REG_EFL] &= ~(greg_t)TF;
 		return; /* the copy's int3, or an emulated stop, comes next */
@@ -1275,10 +1381,10 @@ static bool ip_catches(struct val_driver *d, int sig)
 static int space_read(void *ctx, uint64_t addr, void *dst, size_t len)
 {
 	(void)ctx;
-	int err = tgt_local_read(NULL, addr, dst, len);
-	if (!err)
-		overlay(addr, dst, len);
-	return err;
+	if (never_mapped(addr, len) || ip_probe_read(dst, (const void *)(uintptr_t)addr, len) != 0)
+		return BK_E_MEMORY;
+	overlay(addr, dst, len);
+	return 0;
 }
 
 static int ip_space_open(struct val_driver *d, int tid, struct bk_space **out)
@@ -1431,10 +1537,9 @@ static void nested_trap(siginfo_t *si, ucontext_t *uc)
  * stands at the next instruction, which is the step's stop). */
 static void push(struct ip_thread *th, ucontext_t *uc, struct val_event ev)
 {
-	greg_t *gr = uc->uc_mcontext.gregs;
 	th->uc = uc;
+	th->chain = 0;
 	th->stepping = false;
-	tgt_local_note_stack((uint64_t)gr[REG_RSP]);
 	val_checker_event(g.c, &ev);
 	while (th->emulated) {
 		th->emulated = false;
@@ -1487,6 +1592,8 @@ static void own_trap(void)
 	g.real_sigaction(SIGTRAP, &dfl, NULL);
 	raise(SIGTRAP);
 }
+
+static void requeue_deferred(void);
 
 /* The checker's stack. The handlers run on whatever stack the thread was
  * on, which may be a program's alternate signal stack of a few KiB, or a
@@ -1641,6 +1748,15 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 		foreign_trap(si, uc);
 		return;
 	}
+	uint64_t program_mask;
+	memcpy(&program_mask, &uc->uc_sigmask, sizeof(program_mask));
+	if (program_mask & FAULTS) {
+		/* Blocked by the program (in its SIGSEGV handler): our reads
+		 * need them (above, "Reading memory"); sigreturn blocks them
+		 * again. */
+		uint64_t faults = FAULTS;
+		raw_syscall6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&faults, 0, 8, 0, 0);
+	}
 	ip_inside++;
 	lock();
 	struct ip_thread *th = g.active ? self() : NULL;
@@ -1659,6 +1775,7 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 	}
 	ip_inside--;
 	unlock();
+	requeue_deferred();
 	if (t.errp)
 		*t.errp = t.saved;
 }
@@ -1730,7 +1847,27 @@ __asm__(".text\n"
 	".type ip_sig_entry,@function\n"
 	"ip_sig_entry:\n"
 	"	.cfi_startproc\n"
-	"	sub $24, %rsp\n"
+	/* A fault of one of our reads: resumed at ip_probe_fail at once. */
+	"	cmp $11, %edi\n"                 /* SIGSEGV */
+	"	je 2f\n"
+	"	cmp $7, %edi\n"                  /* SIGBUS */
+	"	jne 3f\n"
+	"2:	cmpl $0, 8(%rsi)\n"              /* si_code: a fault's is > 0 */
+	"	jle 3f\n"
+	"	mov 168(%rdx), %rax\n"           /* uc_mcontext.gregs[REG_RIP] */
+	"	lea ip_probe_begin(%rip), %rcx\n"
+	"	cmp %rcx, %rax\n"
+	"	jb 3f\n"
+	"	lea ip_probe_end(%rip), %rcx\n"
+	"	cmp %rcx, %rax\n"
+	"	jae 3f\n"
+	"	lea ip_probe_fail(%rip), %rcx\n"
+	"	mov %rcx, 168(%rdx)\n"
+	"	lea 8(%rsp), %rsp\n"             /* the frame's ucontext */
+	"	mov $15, %eax\n"
+	"	syscall\n"
+	"	ud2\n"
+	"3:	sub $24, %rsp\n"
 	"	.cfi_def_cfa_offset 32\n"
 	"	mov %rdi, %r12\n"
 	"	mov %rsi, %r13\n"
@@ -1766,8 +1903,12 @@ __asm__(".text\n"
 	"	ud2\n"
 	".size ip_restore_rt, .-ip_restore_rt\n");
 
-/* For the entry's block (every signal but SIGTRAP). */
-const uint64_t ip_all_but_trap __attribute__((visibility("hidden"))) = ~SIGBIT(SIGTRAP);
+_Static_assert(offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]) == 168 &&
+		       offsetof(siginfo_t, si_code) == 8,
+	       "ip_sig_entry's offsets");
+
+/* For the entry's block (every signal but SIGTRAP and the faults). */
+const uint64_t ip_all_but_trap __attribute__((visibility("hidden"))) = ~(SIGBIT(SIGTRAP) | FAULTS);
 
 /* Signals a nested entry took in the window, for the interrupted entry to
  * queue again. */
@@ -1935,16 +2076,43 @@ static void signal_stop(void *arg)
 void ip_on_signal(int sig, siginfo_t *si, ucontext_t *uc, uint64_t mask)
 {
 	uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+	bool fault = (sig == SIGSEGV || sig == SIGBUS) && si->si_code > 0;
+	if (fault && pc >= (uint64_t)(uintptr_t)ip_probe_begin &&
+	    pc < (uint64_t)(uintptr_t)ip_probe_end) {
+		/* One of our reads (above, "Reading memory"): it fails. */
+		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)ip_probe_fail;
+		return;
+	}
 	if (pc >= (uint64_t)(uintptr_t)ip_sig_entry && pc < (uint64_t)(uintptr_t)ip_sig_blocked) {
 		defer(sig, si, uc);
 		return;
+	}
+	if (ip_inside) {
+		/* SIGSEGV or SIGBUS (nothing else is let through) while the
+		 * driver works. Sent by someone: the program gets it when the
+		 * thread is back in it. A fault of the driver's own: its end,
+		 * as any crash (by the kernel's default action). */
+		if (fault) {
+			struct ksa dfl = { .handler = (uint64_t)(uintptr_t)SIG_DFL };
+			raw_syscall6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
+		} else {
+			defer(sig, si, uc);
+		}
+		return;
+	}
+	if (mask & FAULTS) {
+		/* The handler's mask blocks them; our reads need them. */
+		uint64_t faults = FAULTS;
+		raw_syscall6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&faults, 0, 8, 0, 0);
 	}
 	mask &= ~deferred.added;
 	deferred.added = 0;
 	ip_inside++;
 	struct ksa act = sig > 0 && sig <= KSIG_MAX ? sig_get(sig) : (struct ksa){ 0 };
 	if (!is_fn(act.handler)) {
-		if (act.handler != (uint64_t)(uintptr_t)SIG_IGN)
+		/* Default, or a fault (which the kernel kills with even when
+		 * ignored): the kernel's action. Ignored: dropped. */
+		if (act.handler != (uint64_t)(uintptr_t)SIG_IGN || fault)
 			default_action(sig, si);
 		requeue_deferred();
 		ip_inside--;
@@ -2016,6 +2184,8 @@ static bool parse_env(void)
 
 static void on_fork_child(void)
 {
+	self_tid = 0;
+	self_th = NULL;
 	/* Copies of locks another thread may have held at the fork. */
 	atomic_flag_clear(&sigs.lock);
 	ip_heap_after_fork();
@@ -2057,6 +2227,21 @@ static struct ksa entry_action(const struct ksa *a)
 	return k;
 }
 
+/* What the kernel is to hold for the program's action A of SIG: our entry
+ * for a handler; for SIGSEGV and SIGBUS always (our reads' faults come to
+ * it, above "Reading memory"; the program's default or ignore is done
+ * there); anything else as the program has it. */
+static struct ksa kernel_action(int sig, const struct ksa *a)
+{
+	if (is_fn(a->handler))
+		return entry_action(a);
+	if (sig == SIGSEGV || sig == SIGBUS)
+		return (struct ksa){ .handler = (uint64_t)(uintptr_t)ip_sig_entry,
+				     .flags = SA_SIGINFO | SA_RESTORER,
+				     .restorer = (uint64_t)(uintptr_t)ip_restore_rt };
+	return *a;
+}
+
 /* Fill the table from the kernel, taking over the handlers installed
  * before us (the C library's own, another preloaded library's). SIGTRAP
  * is ours already (ip_init). */
@@ -2067,10 +2252,9 @@ static void take_over_handlers(void)
 		if (sig == SIGTRAP || sig == SIGKILL || sig == SIGSTOP || raw_rt_sigaction(sig, NULL, &k))
 			continue;
 		sigs.act[sig] = k;
-		if (is_fn(k.handler)) {
-			struct ksa e = entry_action(&k);
+		struct ksa e = kernel_action(sig, &k);
+		if (memcmp(&e, &k, sizeof(e)))
 			raw_rt_sigaction(sig, &e, NULL);
-		}
 	}
 }
 
@@ -2130,6 +2314,8 @@ __attribute__((constructor)) static void ip_init(void)
 				.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER };
 	sigfillset(&sa.sa_mask);
 	sigdelset(&sa.sa_mask, SIGTRAP);
+	sigdelset(&sa.sa_mask, SIGSEGV);
+	sigdelset(&sa.sa_mask, SIGBUS);
 	struct ksa k;
 	if (g.real_sigaction(SIGTRAP, &sa, NULL) != 0 || raw_rt_sigaction(SIGTRAP, NULL, &k) != 0)
 		goto out;
@@ -2210,16 +2396,14 @@ static long prog_rt_sigaction(int sig, const struct ksa *act, struct ksa *old, s
 	long rc = 0;
 	if (act) {
 		a.mask &= ~(SIGBIT(SIGKILL) | SIGBIT(SIGSTOP));
-		struct ksa k = a, held;
-		if (sig == SIGTRAP && g.active)
-			k = (struct ksa){ 0 }; /* ours stays */
-		else if (is_fn(a.handler))
-			k = entry_action(&a);
-		if (k.handler) {
+		bool ours = sig == SIGTRAP && g.active; /* stays ours */
+		struct ksa k = kernel_action(sig, &a), held;
+		if (!ours) {
 			rc = raw_rt_sigaction(sig, &k, NULL);
 			/* The flags as the kernel keeps them (it drops bits it
-			 * does not know). */
-			if (!rc && raw_rt_sigaction(sig, NULL, &held) == 0)
+			 * does not know), where it keeps the program's. */
+			if (!rc && (is_fn(a.handler) || !memcmp(&k, &a, sizeof(k))) &&
+			    raw_rt_sigaction(sig, NULL, &held) == 0)
 				a.flags = (held.flags & ~(uint64_t)SA_SIGINFO) | (a.flags & SA_SIGINFO);
 		}
 		if (!rc)
