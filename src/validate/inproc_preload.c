@@ -202,6 +202,7 @@ struct ip_step {
 				  * 0xff one that cannot be moved */
 	bool syscall;            /* NEXT: the syscall instruction (rt_sigreturn
 				  * does not come back after it) */
+	struct ip_emu emu;       /* NEXT: made here, without a trap, when kind */
 };
 
 /* JCC conditions: 0-15 as the opcode's low nibble (jo .. jg), then: */
@@ -225,6 +226,13 @@ struct ip_thread {
 	bool emulated;           /* the instruction under an int3 was emulated: it
 				  * stands at the next one, to be reported */
 	unsigned chain;          /* steps emulated since the thread's last trap */
+	/* errno as the program has it, while the driver works in this
+	 * thread (its own calls may change the variable): what emulated
+	 * instructions read and write, what the thread gets back. */
+	int *errp, prog_errno;
+	/* Where the driver's stop lives on the thread's stack (the kernel's
+	 * frame, our frames below it): no emulated store goes there. */
+	struct ip_emu_guard guard;
 	/* Stepping rt_sigreturn: the frame's PC was made the thread's landing
 	 * int3 (below, "Stepping"); LAND is where it really returns to. */
 	uint64_t land;
@@ -523,7 +531,6 @@ static struct ip_bp *bp_get(uint64_t addr)
  * works (all_but_trap), and unblocked at its entry where the program had
  * them blocked. */
 int ip_probe_read(void *dst, const void *src, size_t len);
-int ip_probe_write8(uint64_t *dst, uint64_t value);
 void ip_probe_begin(void);
 void ip_probe_end(void);
 void ip_probe_fail(void);
@@ -547,11 +554,46 @@ __asm__(".text\n"
 	"1:	rep movsb\n"
 	"	xor %eax, %eax\n"
 	"	ret\n"
-	/* ip_probe_write8(addr, value): one 8-byte store. */
-	".globl ip_probe_write8\n"
-	".hidden ip_probe_write8\n"
-	"ip_probe_write8:\n"
-	"	mov %rsi, (%rdi)\n"
+	/* ip_probe_load(addr, size, out): one load of SIZE bytes. */
+	".globl ip_probe_load\n"
+	".hidden ip_probe_load\n"
+	"ip_probe_load:\n"
+	"	cmp $8, %esi\n"
+	"	je .Lload8\n"
+	"	cmp $4, %esi\n"
+	"	je .Lload4\n"
+	"	cmp $2, %esi\n"
+	"	je .Lload2\n"
+	"	movzbl (%rdi), %eax\n"
+	"	jmp .Lloaded\n"
+	".Lload2:	movzwl (%rdi), %eax\n"
+	"	jmp .Lloaded\n"
+	".Lload4:	mov (%rdi), %eax\n"
+	"	jmp .Lloaded\n"
+	".Lload8:	mov (%rdi), %rax\n"
+	".Lloaded:	mov %rax, (%rdx)\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	/* ip_probe_store(addr, size, value): one store of SIZE bytes. */
+	".globl ip_probe_store\n"
+	".hidden ip_probe_store\n"
+	"ip_probe_store:\n"
+	"	cmp $8, %esi\n"
+	"	je .Lstore8\n"
+	"	cmp $4, %esi\n"
+	"	je .Lstore4\n"
+	"	cmp $2, %esi\n"
+	"	je .Lstore2\n"
+	"	mov %dl, (%rdi)\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	".Lstore2:	mov %dx, (%rdi)\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	".Lstore4:	mov %edx, (%rdi)\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	".Lstore8:	mov %rdx, (%rdi)\n"
 	".globl ip_probe_end\n"
 	".hidden ip_probe_end\n"
 	"ip_probe_end:\n"
@@ -825,22 +867,9 @@ static uint8_t jcc_condition(const uint8_t *b, size_t n)
 /* Is condition CC true in GR (rcx updated for loop)? */
 static bool cond(uint8_t cc, greg_t *gr)
 {
-	uint64_t f = (uint64_t)gr[REG_EFL];
-	bool cf = f & 1, pf = f & 4, zf = f & 0x40, sf = f & 0x80, of = f & 0x800;
-	bool r;
-	switch (cc & ~1) {
-	case 0: r = of; break;
-	case 2: r = cf; break;
-	case 4: r = zf; break;
-	case 6: r = cf || zf; break;
-	case 8: r = sf; break;
-	case 10: r = pf; break;
-	case 12: r = sf != of; break;
-	case 14: r = zf || sf != of; break;
-	default: r = false; break;
-	}
 	if (cc < 16)
-		return (cc & 1) ? !r : r;
+		return ip_emu_cond(cc, gr);
+	bool zf = (uint64_t)gr[REG_EFL] & 0x40;
 	if (cc == CC_JRCXZ)
 		return gr[REG_RCX] == 0;
 	gr[REG_RCX]--;
@@ -900,6 +929,7 @@ static void decode_step(struct ip_step *s)
 		}
 		return;
 	}
+	ip_emu_decode(i, &s->emu);
 	for (unsigned k = 0; k < x->op_count; k++)
 		if (x->operands[k].type == X86_OP_MEM && x->operands[k].mem.base == X86_REG_RIP)
 			s->rip_disp = x->encoding.disp_size == 4 && x->encoding.disp_offset ?
@@ -1123,7 +1153,8 @@ static bool emulate(struct ip_thread *th, const struct ip_step *s, greg_t *gr)
 			/* The push may fault (a stack overflow): then the call
 			 * is the program's to make, and its fault with it. */
 			uint64_t sp = (uint64_t)gr[REG_RSP] - 8;
-			if (never_mapped(sp, 8) || ip_probe_write8((uint64_t *)(uintptr_t)sp, next) != 0)
+			if (never_mapped(sp, 8) || (sp < th->guard.hi && sp + 8 > th->guard.lo) ||
+			    ip_probe_store(sp, 8, next) != 0)
 				return false;
 			gr[REG_RSP] = (greg_t)sp;
 		}
@@ -1147,6 +1178,27 @@ static bool emulate(struct ip_thread *th, const struct ip_step *s, greg_t *gr)
 	return true;
 }
 
+/* Make S here, a control transfer or one of inproc_emu.c's: false when it
+ * is the program's to run. */
+static bool emulate_step(struct ip_thread *th, const struct ip_step *s, greg_t *gr)
+{
+	if (s->how == STEP_NEXT && s->emu.kind) {
+		/* With the program's errno in the variable: the instruction
+		 * may read or write it (errno = 0 before readdir), and ours
+		 * may have changed it meanwhile. */
+		if (th->errp)
+			*th->errp = th->prog_errno;
+		bool ok = ip_emu_run(&s->emu, s->pc + s->len, gr, &th->guard);
+		if (th->errp)
+			th->prog_errno = *th->errp;
+		if (!ok)
+			return false;
+		th->emulated = true;
+		return true;
+	}
+	return emulate(th, s, gr);
+}
+
 /* The decoded facts of the instruction at PC, or NULL. */
 static struct ip_step *step_at(uint64_t pc)
 {
@@ -1163,9 +1215,9 @@ static bool run_under(struct ip_thread *th, uint64_t pc, greg_t *gr)
 	struct ip_step *s = step_at(pc);
 	if (!s)
 		return false;
-	if (s->how == STEP_NEXT)
-		return displace(th, s, gr);
-	return s->how != STEP_TF && emulate(th, s, gr);
+	if (s->how != STEP_TF && emulate_step(th, s, gr))
+		return true;
+	return s->how == STEP_NEXT && displace(th, s, gr);
 }
 
 /* Up to LEN bytes written at ADDR of our memory without faulting. */
@@ -1229,7 +1281,7 @@ static void step_off(struct ip_thread *th, enum val_resume how)
 	th->then_run = how != VAL_RESUME_STEP;
 	struct ip_step *s = step_at(pc);
 	if (how == VAL_RESUME_STEP && !on_bp && !g.step_tf && s && th->chain < EMULATE_CHAIN &&
-	    emulate(th, s, gr)) {
+	    emulate_step(th, s, gr)) {
 		/* A control transfer made here: its stop comes next, without
 		 * a trap (below, "Stepping by emulation"). */
 		th->chain++;
@@ -1651,9 +1703,14 @@ struct trap_args {
 	struct ip_thread *th;
 	siginfo_t *si;
 	ucontext_t *uc;
-	int *errp, saved;        /* out: errno to put back */
+	bool errno_kept;         /* out: TH->prog_errno is the thread's errno */
 	bool own;                /* out: the program's own SIGTRAP */
 };
+
+/* The kernel puts a handler's frame below the interrupted SP's red zone
+ * (128 bytes), its ucontext UC 8 bytes above the frame's start; our
+ * frames on that stack are below it, within STACK_SLACK. */
+#define STACK_SLACK 8192
 
 static void trap_stop(void *arg)
 {
@@ -1663,6 +1720,8 @@ static void trap_stop(void *arg)
 	ucontext_t *uc = t->uc;
 	greg_t *gr = uc->uc_mcontext.gregs;
 	uint64_t pc = (uint64_t)gr[REG_RIP];
+	th->guard.lo = (uint64_t)(uintptr_t)uc - 8 - STACK_SLACK;
+	th->guard.hi = (uint64_t)gr[REG_RSP] - 128;
 	end_lift(th);
 	struct val_event ev = { .tid = th->tid };
 	struct ip_bp *b;
@@ -1724,8 +1783,9 @@ static void trap_stop(void *arg)
 		return;
 	}
 event:
-	t->errp = &errno;
-	t->saved = *t->errp;
+	th->errp = &errno;
+	th->prog_errno = *th->errp;
+	t->errno_kept = true;
 	if (ev.kind != VAL_EV_STEPPED)
 		ev.maps_changed = maps_changed();
 	push(th, uc, ev);
@@ -1776,8 +1836,8 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 	ip_inside--;
 	unlock();
 	requeue_deferred();
-	if (t.errp)
-		*t.errp = t.saved;
+	if (t.errno_kept)
+		*th->errp = th->prog_errno;
 }
 
 /* ---- Signals ---------------------------------------------------------------
@@ -2004,7 +2064,6 @@ struct sig_args {
 	int sig;
 	ucontext_t *uc;
 	greg_t *entry;
-	int *errp, saved;        /* out: errno to put back */
 	bool deliver;            /* out: into the handler (else dropped) */
 };
 
@@ -2014,6 +2073,10 @@ static void signal_stop(void *arg)
 	struct ip_thread *th = a->th;
 	greg_t *gr = a->uc->uc_mcontext.gregs;
 	uint64_t pc = (uint64_t)gr[REG_RIP];
+	/* The kernel's frame (with its FPU state, above the ucontext) and
+	 * our frames below it. */
+	th->guard.lo = (uint64_t)(uintptr_t)a->uc - 8 - STACK_SLACK;
+	th->guard.hi = (uint64_t)(uintptr_t)a->uc + STACK_SLACK;
 	end_lift(th);
 	bool done = false;
 	if (th->land && pc == landing(th)) {
@@ -2033,8 +2096,8 @@ static void signal_stop(void *arg)
 	th->land = 0;
 	th->disp_from = 0;
 	unplant(th);
-	a->errp = &errno;
-	a->saved = *a->errp;
+	th->errp = &errno;
+	th->prog_errno = *th->errp;
 	if (done && th->then_run) {
 		th->then_run = false;
 	} else if (done) {
@@ -2062,7 +2125,11 @@ static void signal_stop(void *arg)
 		if (th->nwant && !commit(th))
 			gr[REG_EFL] |= (greg_t)TF;
 	} else if (th->deliver_how == VAL_RESUME_STEP) {
-		/* Into the handler: its first instruction is the step's stop. */
+		/* Into the handler: its first instruction is the step's stop.
+		 * Its stack is below the frame, where our entry's frames are
+		 * for now. */
+		th->guard.lo = (uint64_t)(uintptr_t)a->uc - 8 - STACK_SLACK;
+		th->guard.hi = (uint64_t)(uintptr_t)a->uc - 8;
 		static __thread ucontext_t at __attribute__((tls_model("initial-exec")));
 		memcpy(at.uc_mcontext.gregs, a->entry, sizeof(at.uc_mcontext.gregs));
 		push(th, &at, (struct val_event){ .kind = VAL_EV_STEPPED, .tid = th->tid });
@@ -2138,7 +2205,7 @@ void ip_on_signal(int sig, siginfo_t *si, ucontext_t *uc, uint64_t mask)
 	struct sig_args a = { .th = th, .sig = sig, .uc = uc, .entry = entry };
 	on_cstack(signal_stop, &a);
 	unlock();
-	*a.errp = a.saved;
+	*th->errp = th->prog_errno;
 	if (a.deliver)
 		enter(entry, uc, mask);
 	requeue_deferred();
