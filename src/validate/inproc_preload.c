@@ -1,33 +1,32 @@
 /* The in-process driver, the program's side: a library preloaded into the
  * program (LD_PRELOAD, by val_inproc.c) that single-steps it from inside.
- * Each instruction of a stepped thread raises SIGTRAP in the program
- * itself (the trap flag, TF in EFLAGS, set in the context the SIGTRAP
- * handler returns to), and the handler hands the stop to the one checker
- * (val_run.c, through val_checker_event) as a driver's event; the checker
- * calls back into this driver's ops (val.h, "Drivers") as it would into
- * the ptrace driver's:
+ * Each step of a stepped thread ends in a SIGTRAP of the program itself
+ * (an int3 planted where the instruction goes, or the trap flag), or is
+ * made inside the handler without one (below, "Stepping by emulation");
+ * the handler hands each stop to the one checker (val_run.c, through
+ * val_checker_event) as a driver's event; the checker calls back into this
+ * driver's ops (val.h, "Drivers") as it would into the ptrace driver's:
  *
  *   op           here
- *   start, wait  nothing: the events are pushed from the handler
- *   resume       STEP plants int3s (or sets TF in the handler's ucontext),
- *                RUN and SYSCALLS clear TF; a thread on a breakpoint runs
- *                the instruction under it first, emulated or as a copy
- *                (below, "Off a breakpoint")
+ *   start, wait  nothing: the events are pushed from the handlers
+ *   resume       STEP emulates the instruction or plants int3s (or sets TF
+ *                in the handler's ucontext), RUN and SYSCALLS clear TF; a
+ *                thread on a breakpoint runs the instruction under it
+ *                first, emulated or as a copy (below, "Off a breakpoint");
+ *                with a signal: into the program's handler (below,
+ *                "Signals")
  *   interrupt    tgkill(SIGTRAP), known by its sender
  *   regs         the handler's ucontext
- *   read         process_vm_readv on ourselves (never faults), our
- *                breakpoints hidden
+ *   read         plain loads whose faults are taken back (below, "Reading
+ *                memory"), our breakpoints hidden
  *   insert_bp    int3 written into the code page, made writable (and kept
  *                executable) once
- *   catches      false: a program with a handler of its own is run again
- *                under ptrace (below)
+ *   catches      the program's table of actions (below)
  *   space_*      modules from a ptrace-less target over our own pid
- *                (uw_target_adopt: /proc/self/maps), memory read directly
- *                (the walked thread's stack) or by process_vm_readv,
- *                breakpoints hidden
+ *                (uw_target_adopt: /proc/self/maps), memory read as above
  *
  * What is not stepped: the kernel clears TF when it enters a signal
- * handler, so the handler, the checker, and every libc call the checker
+ * handler, so our handlers, the checker, and every libc call the checker
  * makes run at full speed; TF comes back with the context at sigreturn.
  * The int3s of a step are written when the checker is done and taken out
  * first thing at the next trap, before any libc call (errno's location
@@ -41,34 +40,37 @@
  * A trap is told by si_code: TRAP_TRACE is a step, SI_KERNEL with one of
  * our int3s a byte back a breakpoint (the PC is moved back onto it), a
  * tgkill from ourselves to a thread we interrupted a stop. Anything else is
- * the program's own SIGTRAP: the run ends with an error (it would have
- * killed the program anyway without a handler of its own).
+ * the program's own SIGTRAP: ignored where the program ignores it, else
+ * the run ends with an error (it would have killed the program anyway).
  *
  * Threads: each thread's TF is its own (in its own context); one lock
  * serializes the checker. pthread_create is wrapped: the new thread tells
  * the checker it exists (a stop in our wrapper, unchecked code: it runs
  * free, its stack a gap below the wrapper's frame, as a ptrace-followed
- * thread's stack is below libc's start_thread) and that it is gone.
- * Threads made by a raw clone system call inherit the TF of the clone's
- * context and are met at their first trap. A process the program forks
- * gets our breakpoints' original bytes back and stops checking
- * (pthread_atfork); a vfork child sharing our memory steps over the
- * breakpoints it meets, unchecked.
+ * thread's stack is below libc's start_thread) and that it is gone; it is
+ * born with every signal blocked until then. Threads made by a raw clone
+ * system call inherit the TF of the clone's context and are met at their
+ * first trap. A process the program forks gets our breakpoints' original
+ * bytes back and stops checking (pthread_atfork); a vfork child sharing
+ * our memory steps over the breakpoints it meets, unchecked.
  *
- * Signals: the checker would expect to step into handlers, and the kernel
- * enters them with TF clear. A program that installs a handler (sigaction,
- * signal and kin) sends a fallback message and dies: val_inproc.c runs it
- * again under ptrace. Blocking SIGTRAP (sigprocmask, pthread_sigmask)
- * would make the next step kill the program: SIGTRAP is taken out of
- * what the program blocks.
+ * Signals (below, "Signals"): the program's handlers are stepped into as
+ * ptrace steps into them; only a handler of SIGTRAP sends a fallback
+ * message and dies (val_inproc.c runs the program again under ptrace).
+ * Blocking SIGTRAP would make the next step kill the program: SIGTRAP is
+ * taken out of what the program blocks. The driver's own work runs with
+ * every other signal blocked (SIGSEGV and SIGBUS excepted: our reads'
+ * faults) and on a stack of its own, and allocates only from its private
+ * heap (inproc_heap.c): it may run on top of the program interrupted
+ * anywhere, inside malloc included.
  *
  * Maps: a free thread's system calls are not seen; the dynamic loader's
  * list of modules (_r_debug, read without its lock: a change is what is
  * looked for) and a count of the program's calls to mmap, munmap,
  * mprotect and mremap (wrapped below; calls made inside the handler are
- * the checker's and not counted) are compared at each breakpoint and
- * interrupt stop, and a change is reported as maps_changed. Stepped
- * threads' system calls are seen by the checker itself.
+ * the checker's and not counted) are compared at each breakpoint,
+ * interrupt and signal stop, and a change is reported as maps_changed.
+ * Stepped threads' system calls are seen by the checker itself.
  *
  * Results: a snapshot about once a second (the checker's progress
  * callback), and the last one at exit (an atexit handler registered before
@@ -1646,6 +1648,7 @@ static void own_trap(void)
 }
 
 static void requeue_deferred(void);
+static struct ksa kernel_action(int sig, const struct ksa *a);
 
 /* The checker's stack. The handlers run on whatever stack the thread was
  * on, which may be a program's alternate signal stack of a few KiB, or a
@@ -2186,10 +2189,15 @@ void ip_on_signal(int sig, siginfo_t *si, ucontext_t *uc, uint64_t mask)
 		return;
 	}
 	if (act.flags & SA_RESETHAND) {
-		/* The kernel reset its own action; the program's goes too. */
+		/* The kernel reset its own action; the program's goes too. Ours
+		 * of SIGSEGV and SIGBUS stays (our reads' faults). */
 		uint64_t old;
 		sig_write_begin(&old);
 		sigs.act[sig].handler = (uint64_t)(uintptr_t)SIG_DFL;
+		if (sig == SIGSEGV || sig == SIGBUS) {
+			struct ksa k = kernel_action(sig, &sigs.act[sig]);
+			raw_syscall6(SYS_rt_sigaction, sig, (long)&k, 0, 8, 0, 0);
+		}
 		sig_write_end(&old);
 	}
 	static __thread greg_t entry[NGREG] __attribute__((tls_model("initial-exec")));

@@ -510,6 +510,9 @@ static bool record(struct run *r, struct thread *t, const struct val_mismatch *m
 	slot->index = r->res->nmm + 1;
 	struct val_mismatch *e = &r->res->mm[r->res->nmm++];
 	*e = *mm;
+	/* The walk fills differences up to ndiffs only (val_check.c). */
+	if (e->ndiffs < VAL_MAX_DIFFS)
+		memset(&e->diffs[e->ndiffs], 0, (VAL_MAX_DIFFS - e->ndiffs) * sizeof(e->diffs[0]));
 	e->image = r->image;
 	e->count = 1;
 	e->pcs = 1;
