@@ -144,6 +144,8 @@ static struct {
 			*(void **)&real.name = dlsym(RTLD_NEXT, #name); \
 	} while (0)
 
+static void hide_environment(void);
+
 static void resolve_reals(void)
 {
 	REAL(_exit);
@@ -1281,6 +1283,7 @@ static void step_off(struct ip_thread *th, enum val_resume how)
 	}
 	th->stepping = true;
 	th->then_run = how != VAL_RESUME_STEP;
+	th->step_pc = pc;
 	struct ip_step *s = step_at(pc);
 	if (how == VAL_RESUME_STEP && !on_bp && !g.step_tf && s && th->chain < EMULATE_CHAIN &&
 	    emulate_step(th, s, gr)) {
@@ -1649,6 +1652,8 @@ static void own_trap(void)
 
 static void requeue_deferred(void);
 static struct ksa kernel_action(int sig, const struct ksa *a);
+void ip_sig_entry(void);
+void ip_sig_end(void);
 
 /* The checker's stack. The handlers run on whatever stack the thread was
  * on, which may be a program's alternate signal stack of a few KiB, or a
@@ -1804,6 +1809,15 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 		nested_trap(si, uc);
 		return;
 	}
+	uint64_t at = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+	if (at >= (uint64_t)(uintptr_t)ip_sig_entry && at < (uint64_t)(uintptr_t)ip_sig_end) {
+		/* The trap flag's trap of a step whose instruction raised a
+		 * signal (a step over tgkill): both were delivered at once, the
+		 * signal's frame first, so this one stands at our entry. The
+		 * entry reports the step as made (signal_stop). */
+		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)TF;
+		return;
+	}
 	/* No libc call until this thread's own int3s are out (trap_stop's
 	 * unplant, end_lift): the step may have planted one at the entry of
 	 * any libc function, errno's included. */
@@ -1892,6 +1906,7 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 
 void ip_sig_entry(void);
 void ip_sig_blocked(void);
+void ip_sig_end(void);
 void ip_restore_rt(void);
 void ip_on_signal(int sig, siginfo_t *si, ucontext_t *uc, uint64_t mask);
 
@@ -1953,6 +1968,9 @@ __asm__(".text\n"
 	"	mov $15, %eax\n"                 /* rt_sigreturn */
 	"	syscall\n"
 	"	ud2\n"
+	".globl ip_sig_end\n"
+	".hidden ip_sig_end\n"
+	"ip_sig_end:\n"
 	"	.cfi_endproc\n"
 	".size ip_sig_entry, .-ip_sig_entry\n"
 	/* Our SIGTRAP handler's restorer: the same system call. */
@@ -2095,6 +2113,8 @@ static void signal_stop(void *arg)
 		}
 	} else if (th->nstep && planted(th, pc) && pc != th->step_pc) {
 		done = true;
+	} else if (th->stepping && !th->nstep && pc != th->step_pc) {
+		done = true; /* by the trap flag: the instruction ran */
 	}
 	th->land = 0;
 	th->disp_from = 0;
@@ -2190,14 +2210,11 @@ void ip_on_signal(int sig, siginfo_t *si, ucontext_t *uc, uint64_t mask)
 	}
 	if (act.flags & SA_RESETHAND) {
 		/* The kernel reset its own action; the program's goes too. Ours
-		 * of SIGSEGV and SIGBUS stays (our reads' faults). */
+		 * of SIGSEGV and SIGBUS stays (our reads' faults: the kernel
+		 * holds it without SA_RESETHAND, kernel_action). */
 		uint64_t old;
 		sig_write_begin(&old);
 		sigs.act[sig].handler = (uint64_t)(uintptr_t)SIG_DFL;
-		if (sig == SIGSEGV || sig == SIGBUS) {
-			struct ksa k = kernel_action(sig, &sigs.act[sig]);
-			raw_syscall6(SYS_rt_sigaction, sig, (long)&k, 0, 8, 0, 0);
-		}
 		sig_write_end(&old);
 	}
 	static __thread greg_t entry[NGREG] __attribute__((tls_model("initial-exec")));
@@ -2308,8 +2325,15 @@ static struct ksa entry_action(const struct ksa *a)
  * there); anything else as the program has it. */
 static struct ksa kernel_action(int sig, const struct ksa *a)
 {
-	if (is_fn(a->handler))
-		return entry_action(a);
+	if (is_fn(a->handler)) {
+		struct ksa k = entry_action(a);
+		/* Not reset by the kernel: every fault of our reads comes to
+		 * this entry, and the program's SA_RESETHAND is done by the
+		 * entry itself (ip_on_signal). */
+		if (sig == SIGSEGV || sig == SIGBUS)
+			k.flags &= ~(uint64_t)SA_RESETHAND;
+		return k;
+	}
 	if (sig == SIGSEGV || sig == SIGBUS)
 		return (struct ksa){ .handler = (uint64_t)(uintptr_t)ip_sig_entry,
 				     .flags = SA_SIGINFO | SA_RESTORER,
@@ -2375,6 +2399,7 @@ __attribute__((constructor)) static void ip_init(void)
 		RTLD_NEXT, "sigaction");
 	if (!g.real_sigaction || !parse_env())
 		return;
+	hide_environment();
 	uint64_t mask;
 	raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all_but_trap, (long)&mask, 8, 0, 0);
 	ip_inside++;
@@ -2479,7 +2504,8 @@ static long prog_rt_sigaction(int sig, const struct ksa *act, struct ksa *old, s
 			 * does not know), where it keeps the program's. */
 			if (!rc && (is_fn(a.handler) || !memcmp(&k, &a, sizeof(k))) &&
 			    raw_rt_sigaction(sig, NULL, &held) == 0)
-				a.flags = (held.flags & ~(uint64_t)SA_SIGINFO) | (a.flags & SA_SIGINFO);
+				a.flags = (held.flags & ~(uint64_t)(SA_SIGINFO | SA_RESETHAND)) |
+					  (a.flags & (SA_SIGINFO | SA_RESETHAND));
 		}
 		if (!rc)
 			sigs.act[sig] = a;
@@ -2822,6 +2848,54 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 
 /* exec: this image's last snapshot, and the next image numbers itself one
  * more (in the environment it inherits, or is given). */
+/* Ours in the environment (made by val_inproc.c): the program does not see
+ * them (under ptrace it would not have them: a program that reads its
+ * environment, a shell, Python's os.environ, would run differently), and
+ * an exec of ours puts them back. */
+static struct {
+	char from[600], only[4200]; /* "BACKSTEP_INPROC_FROM=...", or "" */
+	char lib[4096];             /* our path, LD_PRELOAD's first */
+	char preload[4200];         /* "LD_PRELOAD=" the rest of it */
+} ours;
+
+static bool is_ours(const char *e)
+{
+	return !strncmp(e, "BACKSTEP_INPROC=", 16) || !strncmp(e, "BACKSTEP_INPROC_FROM=", 21) ||
+	       !strncmp(e, "BACKSTEP_INPROC_ONLY=", 21);
+}
+
+/* Called once the environment was read (parse_env): no allocation, the
+ * entries moved within the program's environ. */
+static void hide_environment(void)
+{
+	extern char **environ;
+	const char *from = getenv("BACKSTEP_INPROC_FROM"), *only = getenv("BACKSTEP_INPROC_ONLY");
+	if (from)
+		snprintf(ours.from, sizeof(ours.from), "BACKSTEP_INPROC_FROM=%s", from);
+	if (only)
+		snprintf(ours.only, sizeof(ours.only), "BACKSTEP_INPROC_ONLY=%s", only);
+	size_t k = 0;
+	for (size_t i = 0; environ && environ[i]; i++) {
+		char *e = environ[i];
+		if (is_ours(e))
+			continue;
+		if (!strncmp(e, "LD_PRELOAD=", 11) && !ours.lib[0]) {
+			const char *v = e + 11;
+			size_t n = strcspn(v, ": ");
+			snprintf(ours.lib, sizeof(ours.lib), "%.*s", (int)n, v);
+			v += n;
+			v += strspn(v, ": ");
+			if (!*v)
+				continue;
+			snprintf(ours.preload, sizeof(ours.preload), "LD_PRELOAD=%s", v);
+			e = ours.preload;
+		}
+		environ[k++] = e;
+	}
+	if (environ)
+		environ[k] = NULL;
+}
+
 static char **exec_env(char *const *envp, char *spec, size_t speclen)
 {
 	snprintf(spec, speclen, "BACKSTEP_INPROC=%d,%d,%u,%u,%u", g.pid, g.fd, g.image + 1,
@@ -2833,21 +2907,23 @@ static char **exec_env(char *const *envp, char *spec, size_t speclen)
 	if (!out)
 		return NULL;
 	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(envp[i], "BACKSTEP_INPROC", 15) && strncmp(envp[i], "LD_PRELOAD=", 11))
+	const char *theirs = NULL; /* the program's own LD_PRELOAD */
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+			theirs = envp[i] + 11;
+		else if (!is_ours(envp[i]))
 			out[k++] = envp[i];
-	static const char *const keep[] = { "BACKSTEP_INPROC_FROM", "BACKSTEP_INPROC_ONLY",
-					    "LD_PRELOAD" };
-	for (size_t i = 0; i < 3; i++) {
-		const char *v = getenv(keep[i]);
-		if (!v)
-			continue;
-		size_t len = strlen(keep[i]) + strlen(v) + 2;
-		char *e = malloc(len);
-		if (e) {
-			snprintf(e, len, "%s=%s", keep[i], v);
-			out[k++] = e;
-		}
+	}
+	if (ours.from[0])
+		out[k++] = ours.from;
+	if (ours.only[0])
+		out[k++] = ours.only;
+	size_t len = 11 + strlen(ours.lib) + (theirs ? strlen(theirs) + 1 : 0) + 1;
+	char *pre = malloc(len);
+	if (pre) {
+		snprintf(pre, len, "LD_PRELOAD=%s%s%s", ours.lib, theirs && theirs[0] ? ":" : "",
+			 theirs ? theirs : "");
+		out[k++] = pre;
 	}
 	out[k++] = spec;
 	out[k] = NULL;
