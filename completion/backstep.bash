@@ -7,7 +7,7 @@
 
 _backstep_options()
 {
-	local stack="-r --regs -n --no-symbols --no-cache --no-debuginfod --json --perf-map --help"
+	local stack="-r --regs -n --no-symbols --no-cache --no-debuginfod --json --perf-map --jitdump --help"
 	local samples="--format -o --output --pid --tid --comm --no-inline -n --no-symbols
 		--kernel --no-kernel --no-debuginfod --help"
 	case $1 in
@@ -18,7 +18,7 @@ _backstep_options()
 	validate) echo "--only --from --method --max-frames --step-all --strict --driver --json
 		-o --output --program-output -q --quiet --remote --qemu --cpu --sysroot
 		--timeout --help" ;;
-	check) echo "--json -v --verbose --stack --baseline --suppress --help" ;;
+	check) echo "--json -v --verbose --stack --max-findings --baseline --suppress --help" ;;
 	report) echo "$samples" ;;
 	record) echo "-F --freq -d --duration -p $samples" ;;
 	esac
@@ -73,7 +73,7 @@ _backstep()
 			cannot-analyse" -- "$cur"))
 		return
 		;;
-	--baseline | -o | --output | --program-output | --perf-map) _backstep_files "$cur"; return ;;
+	--baseline | -o | --output | --program-output | --perf-map | --jitdump) _backstep_files "$cur"; return ;;
 	--sysroot)
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -d -- "$cur"))

@@ -271,7 +271,9 @@ BK_API int bk_space_remove_module_image(struct bk_space *space, uint64_t start);
  * from its symbols and DWARF (file:line). LLVM's JITs (lli, ORC, MCJIT)
  * register ET_REL objects whose sections carry their load addresses: they
  * are linked there. Called again after the JIT added code, it adds the
- * objects again (each replaces the module at its address).
+ * objects again (each replaces the module at its address) and removes the
+ * modules of objects the JIT took out of its list since (when the whole
+ * list could be read).
  * Bounded: at most 100000 entries per descriptor, 64 MiB per object, 1 GiB
  * in all; a list that breaks (a next entry whose prev is not the entry
  * before: a cycle, a list being rewritten) ends there, TRUNCATED set.
@@ -287,8 +289,64 @@ struct bk_gdb_jit_stats {
 	unsigned failed;      /* entries whose object could not be read or used */
 	int truncated;        /* the list broke or was too long: entries past it unread */
 	int first_error;      /* BK_E_* of the first failure, 0 if none */
+	unsigned removed;     /* modules of objects read before that the list no
+				 longer holds (unregistered): removed */
 };
 BK_API int bk_space_add_gdb_jit(struct bk_space *space, struct bk_gdb_jit_stats *stats);
+
+/* Code a JIT described in a jitdump file (the format of Linux perf's
+ * jitdump specification: jit-PID.dump, written by node/V8 --perf-prof, the
+ * JVM's and .NET's perf agents, Wasmtime, ...): each JIT_CODE_LOAD names
+ * its code, JIT_CODE_DEBUG_INFO gives its source lines, and
+ * JIT_CODE_UNWINDING_INFO its .eh_frame, taken as placed where perf
+ * places it (after the code, at its end rounded up to 8: where V8 emits
+ * it) and used only if every FDE lies inside that code. Those .eh_frame
+ * sections unwind the JIT's frames by CFI (before the space's modules, as
+ * registered code); bk_space_symbolize names the code, with file:line,
+ * for addresses outside every module (before a perf map). Records whose
+ * timestamp is at most UNTIL are applied, in file order: code loaded (or
+ * moved) over older code replaces it. UNTIL = UINT64_MAX: the whole file,
+ * what is there now. A file still being written is read up to its last
+ * whole record. Any space but a local one (BK_E_UNSUPPORTED there: a JIT
+ * in this process registers with bk_space_register_eh_frame). STATS (may
+ * be NULL) says what was read. Adding the same PATH again reads it anew
+ * (a JIT appends to it) and replaces the earlier reading. A target opened
+ * with bk_target_attach or bk_target_open_core adds the jitdumps its
+ * process mapped (files named jit-PID.dump: a JIT maps its jitdump for
+ * perf to see) by itself. Cold; no walk may run meanwhile. Errors:
+ * BK_E_INVAL, BK_E_IO, BK_E_UNSUPPORTED (not a jitdump, written
+ * big-endian, version above 2, code of another architecture),
+ * BK_E_CORRUPT (its header), BK_E_NOMEM. A record that does not hold
+ * together ends the reading: what came before is used, FIRST_ERROR says
+ * so. */
+struct bk_jitdump_stats {
+	size_t size;            /* sizeof(struct bk_jitdump_stats) */
+	uint32_t pid;           /* the JIT's, from the header */
+	uint16_t machine;       /* e_machine */
+	uint64_t time;          /* the header's timestamp: when the file was made */
+	uint64_t flags;         /* the header's; bit 0: JITDUMP_FLAGS_ARCH_TIMESTAMP
+				   (a clock of the machine's own, such as the TSC) */
+	unsigned loads, moves;  /* JIT_CODE_LOAD and JIT_CODE_MOVE records */
+	unsigned debug_info;    /* JIT_CODE_DEBUG_INFO records used */
+	unsigned debug_info_dropped; /* ... that could not be read as written
+				        (entries not filling the record, file
+				        names that are not text): no lines */
+	unsigned unwinding_info; /* loads with an .eh_frame */
+	unsigned applied;       /* loads and moves in the view (timestamp <= UNTIL) */
+	unsigned registered;    /* .eh_frame sections in use now */
+	unsigned unwinding_failed; /* .eh_frame sections that did not decode or
+				      described other code: not used */
+	unsigned skipped;       /* records of unknown kinds, moves of unknown code */
+	int truncated;          /* the file ends inside a record (being written),
+				   or a bound was reached */
+	int first_error;        /* BK_E_* of the first problem, 0 if none */
+};
+BK_API int bk_space_add_jitdump(struct bk_space *space, const char *path, uint64_t until,
+				struct bk_jitdump_stats *stats);
+/* Move the view of every jitdump of SPACE forward to the records with
+ * timestamps at most UNTIL (a profile's samples in time order, when its
+ * clock is the JIT's). Never backwards. Cold. */
+BK_API void bk_space_jitdump_until(struct bk_space *space, uint64_t until);
 
 /* Register one whole .eh_frame section at EH_FRAME, in this process's
  * memory, for the code range [START, END) of SPACE, as libgcc's
@@ -325,7 +383,9 @@ BK_API int bk_space_deregister_eh_frame(struct bk_space *space, const void *eh_f
 
 /* The module containing runtime address ADDR: 0, or BK_E_NOT_FOUND. Code
  * registered with bk_space_register_eh_frame is a module of path "" over
- * its range; its strings live until it is removed. AS-safe. */
+ * its range; its strings live until it is removed. Code a jitdump
+ * describes (bk_space_add_jitdump) is a module named by the jitdump's
+ * path over that code. AS-safe. */
 BK_API int bk_space_module_at(const struct bk_space *space, uint64_t addr,
 			      struct bk_module_info *info);
 

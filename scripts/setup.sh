@@ -28,6 +28,9 @@ packages=(
 	libdeflate-dev:arm64 libzstd-dev:arm64 liblzma-dev:arm64 libcapstone-dev:arm64
 	# check --stack measured on the arm64 libstdc++ too (bench/check_stack.sh)
 	libstdc++6:arm64
+	# check --stack over whole directories, one run per file (README.md,
+	# docs/validation.md)
+	parallel
 )
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
 	dpkg --add-architecture arm64 # (the next apt-get update fetches its lists)

@@ -45,6 +45,7 @@ struct check_opts {
 	bool json;
 	bool verbose;
 	bool stack;               /* --stack: the stack analysis instead */
+	unsigned max_findings;    /* --max-findings: per file, 0 the library's default */
 };
 
 struct seen {
@@ -417,7 +418,7 @@ static void print_stack_summary(const char *path, const struct chk_stack_report 
  * unreadable (or, named by the user, not analysable). */
 static int stack_file(const char *path, bool quiet_clean)
 {
-	struct chk_stack_opts o = { .size = sizeof(o) };
+	struct chk_stack_opts o = { .size = sizeof(o), .max_findings = g_opts->max_findings };
 	struct chk_stack_report r;
 	int err = chk_stack_file(path, &o, &r);
 	if (err) {
@@ -800,11 +801,13 @@ static void print_totals(void)
 }
 
 static const char usage_text[] =
-	"usage: backstep check [--json] [-v] [--stack] [--baseline FILE] [--suppress KIND[:SYMBOL]]\n"
-	"                      FILE|DIR...\n"
+	"usage: backstep check [--json] [-v] [--stack [--max-findings N]] [--baseline FILE]\n"
+	"                      [--suppress KIND[:SYMBOL]] FILE|DIR...\n"
 	"  --stack            compare the stack state the code implies with the CFI row at\n"
 	"                     every instruction of every function (x86-64); exit status 1\n"
 	"                     when they differ anywhere, whatever the table checks say\n"
+	"  --max-findings N   --stack: list at most N differences, and N functions not\n"
+	"                     checked in full, per file (default 1000; the rest counted)\n"
 	"  --baseline FILE    findings recorded earlier by check --json are not errors\n"
 	"  --suppress KIND[:SYMBOL]\n"
 	"                     findings of KIND (gap, overlap, ..., stack), or only those\n"
@@ -826,6 +829,7 @@ int cmd_check(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "stack", no_argument, NULL, 's' },
+		{ "max-findings", required_argument, NULL, 'M' },
 		{ "baseline", required_argument, NULL, 'B' },
 		{ "suppress", required_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
@@ -840,6 +844,20 @@ int cmd_check(int argc, char **argv)
 		case 'j': opts.json = true; break;
 		case 'v': opts.verbose = true; break;
 		case 's': opts.stack = true; break;
+		case 'M': {
+			char *end;
+			errno = 0;
+			unsigned long n = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' || n < 1 ||
+			    n > 100000000) {
+				cli_error("--max-findings", "'%s' is not a number from 1 to 100000000",
+					  optarg);
+				gate_free();
+				return 2;
+			}
+			opts.max_findings = (unsigned)n;
+			break;
+		}
 		case 'B':
 			if (gate_load_baseline(optarg, why, sizeof(why))) {
 				cli_error(optarg, "baseline: %s", why);

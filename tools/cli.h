@@ -38,6 +38,7 @@ struct cli_stack_opts {
 	bool follow;     /* run -f: children too */
 	const char *sysroot; /* core --sysroot DIR: the core's files under DIR first */
 	const char *perf_map; /* --perf-map FILE: JIT code's names */
+	const char *jitdump;  /* --jitdump FILE: JIT code's names, lines and CFI */
 	int map_pid;     /* else /tmp/perf-MAP_PID.map when it is there (pid, run) */
 };
 /* Exit status (README, "Exit status"): 0 success; 1 the subject had

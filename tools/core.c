@@ -19,7 +19,7 @@
 
 #define USAGE \
 	"backstep core [-r|--regs] [-n|--no-symbols] [--no-cache] [--no-debuginfod] [--json] " \
-	"[--sysroot DIR] [--perf-map FILE] CORE [EXE]"
+	"[--sysroot DIR] [--perf-map FILE] [--jitdump FILE] CORE [EXE]"
 
 /* Is PATH an ELF file whose e_type is not ET_CORE? (To tell "not a core"
  * from "a core backstep does not read", both BK_E_UNSUPPORTED.) */

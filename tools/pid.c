@@ -14,7 +14,7 @@
 #include "out.h"
 
 #define PID_USAGE "backstep pid [-r|--regs] [-n|--no-symbols] [--no-cache] [--no-debuginfod] " \
-		  "[--json] [--perf-map FILE] PID"
+		  "[--json] [--perf-map FILE] [--jitdump FILE] PID"
 
 int cmd_pid(int argc, char **argv)
 {

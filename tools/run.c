@@ -41,7 +41,7 @@
 #define MAX_TIDS 65536
 
 #define RUN_USAGE "backstep run [-f|--follow] [-r|--regs] [-n|--no-symbols] [--no-cache] " \
-		  "[--no-debuginfod] [--json] [--perf-map FILE] -- CMD [ARGS...]"
+		  "[--no-debuginfod] [--json] [--perf-map FILE] [--jitdump FILE] -- CMD [ARGS...]"
 
 static int tids[MAX_TIDS], tgids[MAX_TIDS]; /* a traced thread, its process */
 static size_t ntids;

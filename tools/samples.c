@@ -36,6 +36,7 @@
 #include "../src/loader/loader.h"
 #include "../src/profile/prof_stack.h"
 #include "../src/sym/sym.h"
+#include "../src/unwind/unwind.h"
 
 #define MAX_FRAMES 1024
 #define MAX_INLINE 16
@@ -53,6 +54,8 @@ enum { TAG_RETURN = 0, TAG_INTERRUPTED = 1, TAG_FIRST = 2, TAG_KERNEL = 4 };
 struct key_id {
 	uint64_t map, pc;
 	uint8_t tag;
+	uint32_t jit;          /* JIT code a jitdump names: its entry + 1 (the
+				  code at PC then), else 0 */
 };
 
 /* A distinct frame as the namer knows it (indexed by key - 1). */
@@ -104,6 +107,9 @@ struct msg_name {
 	const char *path;          /* the file to name it by (reader's arena), or NULL */
 	uint64_t link;             /* the address to look up there */
 	int32_t jit_pid;           /* else: named from /tmp/perf-JIT_PID.map (0: not) */
+	bool has_jit_sym;          /* else: named by a jitdump, as JIT_SYM (its
+				      strings in the reader's arena) */
+	struct bk_symbol jit_sym;
 };
 
 struct msg_sample {
@@ -142,6 +148,7 @@ struct smp {
 	struct arena_block *arena;
 	const char *event;         /* the last event name, in the arena */
 	bool vdso_tried;           /* the vDSO's image was given to the namer */
+	bool clock_known;          /* prof_stacks_set_clock was told */
 	/* Processes with a perf map (/tmp/perf-PID.map): the reader's list of
 	 * which have one, and the namer's maps (read again when the file grew,
 	 * as a JIT appends to it while record runs). */
@@ -594,6 +601,10 @@ static void name_frame(struct smp *s, const struct msg_name *m)
 		nsym = 0;
 	else if (m->tag & TAG_KERNEL)
 		nsym = kernel_symbol(s, m->pc, &syms[0]);
+	else if (m->has_jit_sym) {
+		syms[0] = m->jit_sym;
+		nsym = 1;
+	}
 	else if (m->path) {
 		struct sym_file *f = sym_files_get(s->files, m->path);
 		nsym = f ? sym_describe(f, m->link, syms, MAX_INLINE) : 0;
@@ -641,9 +652,10 @@ static void consume(struct smp *s, const uint8_t *m)
 
 /* ---- Frame keys (the reader) ------------------------------------------------- */
 
-static uint64_t frame_hash(uint64_t map, uint64_t pc, uint8_t tag)
+static uint64_t frame_hash(uint64_t map, uint64_t pc, uint8_t tag, uint32_t jit)
 {
-	uint64_t h = (map * 0x9e3779b97f4a7c15ull) ^ pc ^ ((uint64_t)tag << 60);
+	uint64_t h = (map * 0x9e3779b97f4a7c15ull) ^ pc ^ ((uint64_t)tag << 60) ^
+		     ((uint64_t)jit << 28);
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ull;
 	return h ^ (h >> 32);
@@ -657,7 +669,7 @@ static bool tab_grow(struct smp *s)
 		return false;
 	for (size_t i = 0; i < s->nids; i++) {
 		const struct key_id *n = &s->ids[i];
-		size_t j = frame_hash(n->map, n->pc, n->tag) & (cap - 1);
+		size_t j = frame_hash(n->map, n->pc, n->tag, n->jit) & (cap - 1);
 		while (t[j])
 			j = (j + 1) & (cap - 1);
 		t[j] = (uint32_t)i + 1;
@@ -675,22 +687,40 @@ static uint32_t frame_key(struct smp *s, const struct prof_walk *w, int32_t pid,
 			  uint8_t tag)
 {
 	uint64_t map = w ? w->map : 0;
+	/* JIT code a jitdump describes (outside every file: V8 also lists its
+	 * builtins, which its executable's symbols name): which code is there
+	 * at the sample's time is part of the key. */
+	struct uw_jd_symbol jd;
+	bool is_jit = !(tag & TAG_KERNEL) && w && w->space && w->space->jitdumps &&
+		      !uw_space_find(w->space, tag ? pc : pc - 1) &&
+		      uw_jitdump_symbol(w->space, tag ? pc : pc - 1, &jd);
+	uint32_t jit = is_jit ? jd.seq + 1 : 0;
 	if ((s->nids + 1) * 2 > s->tabcap && !tab_grow(s))
 		return 0;
-	size_t j = frame_hash(map, pc, tag) & (s->tabcap - 1);
+	size_t j = frame_hash(map, pc, tag, jit) & (s->tabcap - 1);
 	for (; s->tab[j]; j = (j + 1) & (s->tabcap - 1)) {
 		const struct key_id *n = &s->ids[s->tab[j] - 1];
-		if (n->pc == pc && n->map == map && n->tag == tag)
+		if (n->pc == pc && n->map == map && n->tag == tag && n->jit == jit)
 			return s->tab[j];
 	}
 	struct key_id *ids = base_grow(s->ids, &s->capids, s->nids + 1, sizeof(*ids), 4096);
 	if (!ids)
 		return 0;
 	s->ids = ids;
-	s->ids[s->nids] = (struct key_id){ map, pc, tag };
+	s->ids[s->nids] = (struct key_id){ map, pc, tag, jit };
 	struct msg_name *m = (struct msg_name *)reserve(s, sizeof(struct msg_name));
 	*m = (struct msg_name){ .type = MSG_NAME, .key = (uint32_t)s->nids + 1, .pc = pc, .tag = tag };
-	if (tag & TAG_KERNEL) {
+	if (is_jit) {
+		/* Named here: the jitdump goes with its process's space. */
+		uint64_t lookup = tag ? pc : pc - 1;
+		m->module = arena_str(&s->arena, jd.path);
+		m->module_off = pc - jd.start;
+		m->has_jit_sym = true;
+		m->jit_sym = (struct bk_symbol){
+			.function = arena_str(&s->arena, jd.name), .offset = lookup - jd.start,
+			.file = jd.file ? arena_str(&s->arena, jd.file) : NULL, .line = jd.line,
+			.column = jd.column };
+	} else if (tag & TAG_KERNEL) {
 		m->module = "[kernel.kallsyms]";
 		m->module_off = pc;
 	} else if (w && w->space) {
@@ -836,9 +866,27 @@ static void progress(struct smp *s, const struct prof_reader *r, const struct pr
 		fprintf(stderr, "\rbackstep: %llu samples ", (unsigned long long)done);
 }
 
+/* The clock of the recording's times: its events' clockid when they all
+ * have the same, else -1 (perf's own). */
+static int32_t recording_clock(const struct prof_reader *r)
+{
+	int32_t clock = -1;
+	for (size_t i = 0; i < prof_attr_count(r); i++) {
+		int32_t c = prof_attr_at(r, i)->clockid;
+		if (i && c != clock)
+			return -1;
+		clock = c;
+	}
+	return clock;
+}
+
 /* The records the queue made final, in time order. */
 static int release(struct smp *s, struct prof_reader *r, bool end)
 {
+	if (!s->clock_known) {
+		s->clock_known = true;
+		prof_stacks_set_clock(s->ps, recording_clock(r));
+	}
 	size_t k = prof_queue_round(s->q, end);
 	int err = 0;
 	for (size_t i = 0; i < k && !err; i++) {

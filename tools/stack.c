@@ -232,6 +232,28 @@ static void use_gdb_jit(struct bk_space *space)
 			st.entries);
 }
 
+/* --jitdump FILE (bk_space_add_jitdump): a JIT's jitdump the target did
+ * not map where it is now (a core's, moved), read before the walks; the
+ * jitdumps a process maps are read by the target itself. */
+static int use_jitdump(struct bk_space *space, const struct cli_stack_opts *o)
+{
+	if (!o->jitdump)
+		return 0;
+	struct bk_jitdump_stats st = { .size = sizeof(st) };
+	int err = bk_space_add_jitdump(space, o->jitdump, UINT64_MAX, &st);
+	if (err) {
+		fprintf(stderr, "backstep: %s: %s\n", o->jitdump,
+			err == BK_E_IO ? "cannot read it" :
+			err == BK_E_UNSUPPORTED ? "not a jitdump of this architecture" :
+			bk_strerror(err));
+		return err;
+	}
+	if (st.unwinding_failed)
+		fprintf(stderr, "backstep: warning: %s: %u of %u .eh_frame sections not used (%s)\n",
+			o->jitdump, st.unwinding_failed, st.unwinding_info, bk_strerror(st.first_error));
+	return 0;
+}
+
 /* "backstep: warning: thread TID (NAME): ..." when W's walk ended early:
  * which thread, after how many frames, and why. */
 static void walk_ended_line(const struct walk *w)
@@ -267,6 +289,11 @@ int cli_print_threads(struct bk_target *t, const struct cli_stack_opts *o)
 		return 1;
 	}
 	use_gdb_jit(space);
+	if (use_jitdump(space, o)) {
+		bk_target_release(t);
+		free(ws);
+		return 2;
+	}
 	for (; walked < n && !cli_interrupted; walked++) {
 		struct walk *w = &ws[walked];
 		struct bk_regs regs;
@@ -364,6 +391,7 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 		{ "no-debuginfod", no_argument, NULL, 'D' },
 		{ "sysroot", required_argument, NULL, 'S' },
 		{ "perf-map", required_argument, NULL, 'P' },
+		{ "jitdump", required_argument, NULL, 'J' },
 		{ "follow", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -389,6 +417,7 @@ int cli_stack_options(int argc, char **argv, const char *usage, bool stop_at_ope
 			break;
 		case 'D': ldr_debuginfod_off(); break;
 		case 'P': o->perf_map = optarg; break;
+		case 'J': o->jitdump = optarg; break;
 		case 'S':
 			if (!strstr(usage, "--sysroot")) { /* core's alone */
 				fprintf(stderr, "backstep: --sysroot: only core reads a sysroot\n");

@@ -80,7 +80,7 @@ char *base_strdup(const char *s)
 	return d;
 }
 
-int base_map_file(const char *path, const uint8_t **data, size_t *len)
+int base_open_regular(const char *path, uint64_t *size)
 {
 	/* O_NONBLOCK: a FIFO's open would wait for a writer; it is refused
 	 * below like any file that is not regular. */
@@ -88,24 +88,34 @@ int base_map_file(const char *path, const uint8_t **data, size_t *len)
 	if (fd < 0)
 		return BK_E_IO;
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0) {
 		close(fd);
 		return BK_E_IO;
 	}
-	if (st.st_size <= 0) {
+	*size = (uint64_t)st.st_size;
+	return fd;
+}
+
+int base_map_file(const char *path, const uint8_t **data, size_t *len)
+{
+	uint64_t size;
+	int fd = base_open_regular(path, &size);
+	if (fd < 0)
+		return fd;
+	if (size == 0) {
 		close(fd);
 		return BK_E_NOT_ELF;
 	}
-	if ((uint64_t)st.st_size > SIZE_MAX) {
+	if (size > SIZE_MAX) {
 		close(fd);
 		return BK_E_LIMIT;
 	}
-	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED)
 		return BK_E_IO;
 	*data = map;
-	*len = (size_t)st.st_size;
+	*len = (size_t)size;
 	return 0;
 }
 

@@ -94,6 +94,10 @@ static inline size_t base_count_keys(const void *base, size_t n, size_t stride, 
 
 /* ---- Files (cold) ------------------------------------------------------- */
 
+/* Open the regular file PATH to read: a descriptor (close-on-exec) and
+ * *SIZE, or BK_E_IO (cannot open; not a regular file: a FIFO is refused
+ * without waiting for a writer). Cold. */
+BK_HIDDEN int base_open_regular(const char *path, uint64_t *size);
 /* Map the regular file PATH read-only and private. Errors: BK_E_IO (cannot
  * open; not a regular file), BK_E_NOT_ELF (empty: nothing to read as ELF),
  * BK_E_LIMIT (larger than the address space). */

@@ -101,6 +101,9 @@ struct chk_region {
 	uint64_t lo, hi;
 	const char *name;     /* section name (libelf's string) or NULL */
 	const uint8_t *data;  /* its bytes, or NULL (NOBITS; segments) */
+	bool constant;        /* its bytes in the file are its bytes at run time:
+			       * not writable (SHF_WRITE: .data.rel.ro too, which
+			       * the dynamic linker relocates), not NOBITS */
 };
 
 /* One opened ELF file. */

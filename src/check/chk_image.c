@@ -49,7 +49,8 @@ static int read_layout(struct chk_image *im)
 				continue;
 			const char *name = im->se.shstrndx ?
 				elf_strptr(elf, im->se.shstrndx, sh.sh_name) : NULL;
-			struct chk_region rg = { sh.sh_addr, sh.sh_addr + sh.sh_size, name, NULL };
+			struct chk_region rg = { sh.sh_addr, sh.sh_addr + sh.sh_size, name, NULL,
+						 !(sh.sh_flags & SHF_WRITE) && sh.sh_type != SHT_NOBITS };
 			if ((err = push_region(&im->alloc, &im->nalloc, &alloc_cap, rg)))
 				return err;
 			if (!(sh.sh_flags & SHF_EXECINSTR))
@@ -69,7 +70,7 @@ static int read_layout(struct chk_image *im)
 			const struct ldr_segment *s = &im->ldr->segs[i];
 			if (!(s->flags & PF_X) || s->memsz == 0 || s->vaddr + s->memsz < s->vaddr)
 				continue;
-			struct chk_region rg = { s->vaddr, s->vaddr + s->memsz, NULL, NULL };
+			struct chk_region rg = { s->vaddr, s->vaddr + s->memsz, NULL, NULL, false };
 			if ((err = push_region(&im->exec, &im->nexec, &exec_cap, rg)))
 				return err;
 		}

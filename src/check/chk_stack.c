@@ -25,16 +25,25 @@
  *   CONST      off
  *   DYN        a stack pointer moved by a run-time amount (alloca)
  *   TABLE      a jump-table entry (or table + entry, or an anchor + entry
- *              shifted: AArch64) that IJUMP resolves
- *   BOUNDED    an unsigned value whose low reg bytes are <= aux (a
+ *              shifted: AArch64), or an index shifted (a computed jump
+ *              into equal-sized blocks), that IJUMP resolves
+ *   BOUNDED    an unsigned value whose low reg bytes lie in [off, aux] (a
  *              jump-table index, once zero-extended from a compare's
  *              width); MAYBE: refined from UNKNOWN, so compared as UNKNOWN
  *
- * The join of two different values is UNKNOWN, except that two values of
- * the NEW family (NEW, TABLE, BOUNDED) join to NEW: neither is a caller's
- * value, so the result is not one either. The lattice is finite and every
- * join goes down, so the fixed point is reached; the work is bounded
+ * The join of two different values is UNKNOWN, except that two BOUNDED
+ * join to their hull (widened at a join along an edge backwards: an
+ * interval that grows there goes to its widest) and two values of the NEW
+ * family (NEW, TABLE, BOUNDED) join to NEW: neither is a caller's value,
+ * so the result is not one either. A state also keeps a few relations
+ * between registers (struct rel: copies plus a constant, the order a
+ * compare of two registers taught), dropped when either is written and
+ * kept at a join only when both paths have them. Every cycle of the code
+ * has an edge backwards, every join there goes down to a lattice of
+ * finite height, so the fixed point is reached; the work is bounded
  * anyway (SK_MAX_STEPS_PER_INSN) and running out is reported ("bound").
+ * An edge a compare excludes (the register's interval and the branch
+ * disagree) is not followed: the analysis only grows with what it joins.
  * Slots are keyed by base (the CFA or an anchor) and offset; a slot not
  * listed holds the state's default: NEW at a function entry (nothing this
  * function stored there is a caller's value), UNKNOWN when analysed from
@@ -50,9 +59,22 @@
  * compare and a branch (`cmp eax, 5; ja`, also of the low bytes, of
  * memory reloaded after the branch, across instructions that keep the
  * flags and the operands) with no other conditional branch between that
- * branch and the table's load; never by the index's type or by an older
- * compare: a compiler that knows a narrower range sizes the table by it. Comparisons also teach
- * the end of a probing loop (`cmp rsp, r11; jne`: rsp = r11 after it).
+ * branch and the table's load ("fresh": the compiler sized the table by
+ * that compare). A bound that is not the table's own (an older compare,
+ * a mask, a difference of ordered values, a byte's range 0..255: a
+ * compiler that knows a narrower range sizes the table by it) reads the
+ * table only when every entry up to the bound names an instruction of
+ * the function, else the jump stays unresolved: never guessed. Bounds are
+ * intervals, carried through copies and constant offsets (relations
+ * between registers: a compare on one copy bounds the others), through
+ * the entries of a small read-only table (a class byte indexing the next
+ * table: vfprintf), and through a difference of two values a compare
+ * ordered (strcmp); an interval that grows at a join is widened, so the
+ * fixed point comes in a few rounds. Entries are addresses, offsets from
+ * the table, or offsets from another label; a shifted index over a base
+ * jumps into blocks of equal size; a register holding a label's address
+ * is a direct jump. Comparisons also teach the end of a probing loop
+ * (`cmp rsp, r11; jne`: rsp = r11 after it).
  *
  * Entries. A function starting at a function symbol (or, stripped, whose
  * first row is the call site's) is entered with the ABI's call-site state.
@@ -68,7 +90,9 @@
 
  * After the fixed point a second pass runs each block again from its
  * leader's final state and compares at every instruction, before it
- * executes: the CFA rule evaluated over the state must be CFA+0; each
+ * executes: the CFA rule evaluated over the state must be CFA+0 (or, when
+ * the row gives the stack pointer's column a rule of its own, any frame
+ * address, the rules evaluated from it and that rule giving CFA+0); each
  * callee-saved register's rule (and the RA column's) must name a location
  * that holds that register's caller value (a register, or a slot: the
  * value may sit in several places at once, and any of them is right: after
@@ -93,7 +117,9 @@
  * decoded instructions kept for callees (SK_CACHE_INSNS), bytes decoded per
  * file (four times the code, plus 16 MiB: overlapping FDEs of a damaged
  * table), expression operations and stack (SK_EXPR_OPS, SK_EXPR_STACK).
- * Reaching one gives the function up ("bound"), nothing else.
+ * Reaching one gives the function up ("bound"), nothing else. Relations
+ * per state (SK_MAX_RELS): the oldest goes when there is no room
+ * (precision lost, no claim made).
  * Trusts its caller for a path; everything read from the file is bounded
  * by the loader, libelf and the bounded reader.
  */
@@ -124,6 +150,7 @@
 #define SK_MAX_ANCH 4096               /* anchored jump tables per file */
 #define SK_EXPR_STACK 16
 #define SK_EXPR_OPS 64
+#define SK_MAX_RELS 4                  /* relations between registers per state */
 #define DEFAULT_MAX_FINDINGS 1000
 
 static const char *const reason_names[CHK_SR_N] = {
@@ -166,7 +193,13 @@ enum vkind { V_UNKNOWN = 0, V_NEW, V_CALLER, V_CFA, V_ANCHOR, V_CONST, V_DYN, V_
 #define VT_REL 0x80 /* TABLE (in reg): table address + entry */
 #define VT_SIGNED 0x40
 #define VT_ANCH 0x20 /* TABLE: anchor (off) + entry << shift; aux: sctx.anch index */
-#define VT_SIZE 0x1f /* TABLE flags: the entry's left shift (0..3) */
+#define VT_SIZE 0x1f /* TABLE: the entry's size; 0: no memory read: off +
+		      * (index << shift), index 0..aux (`shl ecx, 6; add rcx,
+		      * r9; jmp rcx`: a computed jump into equal blocks) */
+#define VTF_SHIFT 0x07 /* TABLE flags: the entry's left shift */
+#define VTF_CHECK 0x10 /* TABLE flags: the bound is not the table's own (no
+			* compare right before sized it): read only when every
+			* entry names an instruction of the function */
 
 struct sk_val {
 	int64_t off;
@@ -225,14 +258,54 @@ static bool v_zero_upper(struct sk_val v)
 	       : v.kind == V_CONST && (uint64_t)v.off <= UINT32_MAX;
 }
 
+/* The largest number W bytes hold. */
+static uint64_t low_max(unsigned w)
+{
+	return w >= 8 ? UINT64_MAX : (1ull << (8 * w)) - 1;
+}
+
+/* The interval the low W bytes of BOUNDED V lie in (W <= V.reg): V's own
+ * when its bound fits W bytes (the bytes above are zero), else any W-byte
+ * number up to it. */
+static void bounded_low(struct sk_val v, unsigned w, uint64_t *lo, uint64_t *hi)
+{
+	if (v.aux <= low_max(w)) {
+		*lo = (uint64_t)v.off;
+		*hi = v.aux;
+	} else {
+		*lo = 0;
+		*hi = low_max(w);
+	}
+}
+
+/* Whether V is known to be below 2^(8W) (its bytes from W up are zero). */
+static bool v_fits(struct sk_val v, unsigned w)
+{
+	if (w >= 8)
+		return true;
+	switch (v.kind) {
+	case V_CONST: return (uint64_t)v.off <= low_max(w);
+	case V_BOUNDED: return v.reg == 8 && v.aux <= low_max(w);
+	case V_NEW:
+		return ((v.flags & VF_B1) && w >= 1) || ((v.flags & VF_B2) && w >= 2) ||
+		       ((v.flags & VF_Z) && w >= 4);
+	default: return false;
+	}
+}
+
 static struct sk_val v_join(struct sk_val a, struct sk_val b)
 {
 	if (v_eq(a, b))
 		return a;
 	if (a.kind == V_BOUNDED && b.kind == V_BOUNDED) {
-		/* low min(bytes) bytes <= max(bounds) on both paths */
-		a.aux = a.aux > b.aux ? a.aux : b.aux;
-		a.reg = a.reg < b.reg ? a.reg : b.reg;
+		/* the low min(bytes) bytes within the hull of both intervals */
+		unsigned w = a.reg < b.reg ? a.reg : b.reg;
+		uint64_t al, ah, bl, bh;
+		bounded_low(a, w, &al, &ah);
+		bounded_low(b, w, &bl, &bh);
+		a.off = (int64_t)(al < bl ? al : bl);
+		a.aux = (uint32_t)(ah > bh ? ah : bh);
+		a.reg = (uint8_t)w;
 		a.flags = (uint8_t)((a.flags | (b.flags & VF_MAYBE)) & (b.flags | VF_MAYBE));
 		return a;
 	}
@@ -243,6 +316,24 @@ static struct sk_val v_join(struct sk_val a, struct sk_val b)
 		return n;
 	}
 	return v_unknown;
+}
+
+/* The join J of OLD (a leader's state) with a value coming back round a
+ * loop, widened: an interval that grows goes to the widest one its bytes
+ * allow, so a loop counter (`add eax, 1; cmp eax, 100; jb`) does not
+ * climb one value per round (the fixed point is reached in two). Every
+ * cycle has an edge backwards (to an address not above its source): the
+ * joins there widen; the others (`cmp eax, 2; ja; cmp eax, 16; jbe L`
+ * meeting another path to L with 0..16) keep the hull. */
+static inline struct sk_val v_widen(struct sk_val old, struct sk_val j)
+{
+	if (j.kind != V_BOUNDED || old.kind != V_BOUNDED || v_eq(old, j))
+		return j;
+	if (j.aux > old.aux)
+		j.aux = (uint32_t)(low_max(j.reg) < UINT32_MAX ? low_max(j.reg) : UINT32_MAX);
+	if (j.off < old.off)
+		j.off = 0;
+	return j;
 }
 
 /* V + K, for the kinds an offset means something for. */
@@ -259,6 +350,27 @@ static struct sk_val v_add(struct sk_val v, int64_t k)
 	case V_DYN:
 	case V_UNKNOWN:
 		return v;
+	case V_BOUNDED:
+		if (!k)
+			return v;
+		if (v.reg == 8) {
+			/* the interval moved, when it does not wrap: still as
+			 * tight (and as fresh) as it was */
+			int64_t lo, hi;
+			if (!__builtin_add_overflow(v.off, k, &lo) &&
+			    !__builtin_add_overflow((int64_t)v.aux, k, &hi) && lo >= 0 &&
+			    hi <= (int64_t)UINT32_MAX) {
+				v.off = lo;
+				v.aux = (uint32_t)hi;
+				return v;
+			}
+		}
+		return v_undecided(v) ? v_unknown : v_new(false);
+	case V_TABLE:
+		if (k && !(v.reg & (VT_SIZE | VT_REL | VT_ANCH)) &&
+		    !__builtin_add_overflow(v.off, k, &v.off))
+			return v; /* a shifted index moved */
+		return k ? v_new(false) : v;
 	default:
 		return k ? v_new(false) : v;
 	}
@@ -272,13 +384,20 @@ static struct sk_val v_zext(struct sk_val v, unsigned w)
 	if (v.kind == V_BOUNDED && v.reg >= w) {
 		/* the low W bytes are the bounded ones, or part of a value
 		 * bounded whole: the result is bounded whole */
+		uint64_t lo, hi;
+		bounded_low(v, w, &lo, &hi);
+		v.off = (int64_t)lo;
+		v.aux = (uint32_t)hi;
 		v.reg = 8;
 		v.flags |= VF_Z;
 		return v;
 	}
-	if (v.kind == V_TABLE && !(v.reg & (VT_REL | VT_ANCH | VT_SIGNED)) && !v.flags &&
-	    (v.reg & VT_SIZE) <= w)
+	if (v.kind == V_TABLE && !(v.reg & (VT_REL | VT_ANCH | VT_SIGNED)) &&
+	    !(v.flags & VTF_SHIFT) && (v.reg & VT_SIZE) && (v.reg & VT_SIZE) <= w)
 		return v; /* an unsigned entry no wider: itself */
+	if (v.kind == V_TABLE && !(v.reg & VT_SIZE) && !(v.reg & (VT_REL | VT_ANCH)) && v.off >= 0 &&
+	    (uint64_t)v.off + ((uint64_t)v.aux << (v.flags & VTF_SHIFT)) <= low_max(w))
+		return v; /* a shifted index that fits: itself */
 	struct sk_val n = v_new(true);
 	n.flags |= w == 1 || (v.kind == V_NEW && (v.flags & VF_B1)) ? VF_B1
 		: w == 2 || (v.kind == V_NEW && (v.flags & VF_B2)) ? VF_B2 : 0;
@@ -294,10 +413,14 @@ static struct sk_val v_sext(struct sk_val v, unsigned w)
 		unsigned sh = 64 - 8 * w;
 		return vk(V_CONST, (int64_t)((uint64_t)v.off << sh) >> sh);
 	}
-	if (v.kind == V_TABLE && !(v.reg & (VT_REL | VT_ANCH)) && !v.flags && (v.reg & VT_SIZE) == w) {
+	if (v.kind == V_TABLE && !(v.reg & (VT_REL | VT_ANCH)) && !(v.flags & VTF_SHIFT) &&
+	    (v.reg & VT_SIZE) == w) {
 		v.reg |= VT_SIGNED;
 		return v;
 	}
+	if (v.kind == V_TABLE && !(v.reg & VT_SIZE) && !(v.reg & (VT_REL | VT_ANCH)) && v.off >= 0 &&
+	    (uint64_t)v.off + ((uint64_t)v.aux << (v.flags & VTF_SHIFT)) < (1ull << (8 * w - 1)))
+		return v; /* a shifted index below the sign bit */
 	if (v.kind == V_BOUNDED && v.reg == 8 && v.aux < (1ull << (8 * w - 1)))
 		return v; /* below the sign bit: the same number */
 	return v_undecided(v) ? v_unknown : v_new(false);
@@ -337,10 +460,31 @@ struct membound {
 	uint8_t valid;
 };
 
+/* A relation between two registers' values (numbers, unsigned), kept
+ * while neither is written:
+ *
+ *   EQ  the low W bytes of A equal those of B + K (a copy: mov edi, ebp;
+ *       lea eax, [r9 - 0x20]; movzx eax, r9b)
+ *   LT  A < B, whole values (a compare of the two and a branch)
+ *   LE  A <= B
+ *   NE  A != B
+ *
+ * A compare on one copy bounds the others; a difference of two related
+ * values is bounded by the relation (glibc's strcmp: `cmp ecx, eax; ja`
+ * then `lea r9, [rax + 15]; sub r9, rcx` indexes a 15-entry table). */
+enum { REL_EQ = 1, REL_LT, REL_LE, REL_NE };
+
+struct rel {
+	int64_t k;
+	uint8_t kind, a, b, w;
+};
+
 struct state {
 	struct sk_val r[SK_NREGS];
 	struct cmpfact cmp;
 	struct membound mb;
+	uint8_t nrel;
+	struct rel rel[SK_MAX_RELS];
 	uint8_t nslots;
 	uint8_t slot_default;   /* V_NEW or V_UNKNOWN */
 	uint8_t overflow;       /* a slot did not fit: the analysis gives up */
@@ -436,12 +580,118 @@ static bool slot_pushed(const struct state *st, uint32_t base, int64_t off)
 	return false;
 }
 
-/* Join SRC into DST; true when DST changed. */
-static bool state_join(struct state *dst, const struct state *src, unsigned nregs)
+/* ---- Relations ---------------------------------------------------------- */
+
+static bool rel_eq(const struct rel *x, const struct rel *y)
+{
+	return x->kind == y->kind && x->a == y->a && x->b == y->b && x->w == y->w && x->k == y->k;
+}
+
+static bool rel_has(const struct state *st, const struct rel *r)
+{
+	for (unsigned i = 0; i < st->nrel; i++)
+		if (rel_eq(&st->rel[i], r))
+			return true;
+	return false;
+}
+
+/* The relation of KIND between A and B (in that order), or NULL. */
+static const struct rel *rel_get(const struct state *st, uint8_t kind, unsigned a, unsigned b)
+{
+	for (unsigned i = 0; i < st->nrel; i++)
+		if (st->rel[i].kind == kind && st->rel[i].a == a && st->rel[i].b == b)
+			return &st->rel[i];
+	return NULL;
+}
+
+/* Forget what is known of register R (it is written). */
+static void rel_kill(struct state *st, unsigned r)
+{
+	unsigned j = 0;
+	for (unsigned i = 0; i < st->nrel; i++)
+		if (st->rel[i].a != r && st->rel[i].b != r)
+			st->rel[j++] = st->rel[i];
+	st->nrel = (uint8_t)j;
+}
+
+static void rel_drop(struct state *st, const struct rel *r)
+{
+	size_t i = (size_t)(r - st->rel);
+	memmove(&st->rel[i], &st->rel[i + 1], (st->nrel - i - 1) * sizeof(st->rel[0]));
+	st->nrel--;
+}
+
+/* Add a relation; with no room the oldest goes (a relation lost is
+ * precision lost, never a claim). */
+static void rel_add(struct state *st, uint8_t kind, unsigned a, unsigned b, int64_t k, unsigned w)
+{
+	struct rel r = { k, kind, (uint8_t)a, (uint8_t)b, (uint8_t)w };
+	if (a == b || rel_has(st, &r))
+		return;
+	if (st->nrel == SK_MAX_RELS)
+		rel_drop(st, &st->rel[0]);
+	st->rel[st->nrel++] = r;
+}
+
+/* A <= B (STRICT: A < B), with what was known of the two. */
+static void rel_order(struct state *st, unsigned a, unsigned b, bool strict)
+{
+	const struct rel *ne = rel_get(st, REL_NE, a, b);
+	if (!ne)
+		ne = rel_get(st, REL_NE, b, a);
+	if (ne) {
+		strict = true;
+		rel_drop(st, ne);
+	}
+	const struct rel *le = rel_get(st, REL_LE, a, b);
+	if (le && strict)
+		rel_drop(st, le);
+	if (strict || !rel_get(st, REL_LT, a, b))
+		rel_add(st, strict ? REL_LT : REL_LE, a, b, 0, 8);
+}
+
+static void rel_ne(struct state *st, unsigned a, unsigned b)
+{
+	const struct rel *le = rel_get(st, REL_LE, a, b);
+	if (le) {
+		rel_drop(st, le);
+		rel_add(st, REL_LT, a, b, 0, 8);
+		return;
+	}
+	if ((le = rel_get(st, REL_LE, b, a))) {
+		rel_drop(st, le);
+		rel_add(st, REL_LT, b, a, 0, 8);
+		return;
+	}
+	if (!rel_get(st, REL_LT, a, b) && !rel_get(st, REL_LT, b, a))
+		rel_add(st, REL_NE, a, b, 0, 8);
+}
+
+/* The interval of A - B (signed) the relations between them allow, within
+ * [*LO, *HI]. */
+static void rel_diff(const struct state *st, unsigned a, unsigned b, int64_t *lo, int64_t *hi)
+{
+	if (rel_get(st, REL_LT, a, b) && *hi > -1)
+		*hi = -1;
+	if (rel_get(st, REL_LE, a, b) && *hi > 0)
+		*hi = 0;
+	if (rel_get(st, REL_LT, b, a) && *lo < 1)
+		*lo = 1;
+	if (rel_get(st, REL_LE, b, a) && *lo < 0)
+		*lo = 0;
+}
+
+/* Join SRC into DST (WIDEN: along an edge backwards); true when DST
+ * changed. */
+static bool state_join(struct state *dst, const struct state *src, unsigned nregs, bool widen)
 {
 	bool changed = false;
 	for (unsigned r = 0; r < nregs; r++) {
+		if (v_eq(dst->r[r], src->r[r]))
+			continue;
 		struct sk_val j = v_join(dst->r[r], src->r[r]);
+		if (widen)
+			j = v_widen(dst->r[r], j);
 		if (!v_eq(j, dst->r[r])) {
 			dst->r[r] = j;
 			changed = true;
@@ -463,6 +713,17 @@ static bool state_join(struct state *dst, const struct state *src, unsigned nreg
 		dst->mb.valid = 0;
 		changed = true;
 	}
+	if (dst->nrel) {
+		/* the relations true on both paths */
+		unsigned j = 0;
+		for (unsigned i = 0; i < dst->nrel; i++)
+			if (rel_has(src, &dst->rel[i]))
+				dst->rel[j++] = dst->rel[i];
+		if (j != dst->nrel) {
+			dst->nrel = (uint8_t)j;
+			changed = true;
+		}
+	}
 	uint8_t def = dst->slot_default == V_NEW && src->slot_default == V_NEW ? V_NEW : V_UNKNOWN;
 	struct slot out[2 * SK_MAX_SLOTS];
 	unsigned n = 0;
@@ -470,6 +731,8 @@ static bool state_join(struct state *dst, const struct state *src, unsigned nreg
 	for (unsigned i = 0; i < dst->nslots; i++) {
 		const struct slot *x = &dst->s[i];
 		struct sk_val j = v_join(x->v, slot_load(src, x->base, x->off, 8));
+		if (widen)
+			j = v_widen(x->v, j);
 		if (slot_is_default(def, j)) {
 			same = false;
 			continue;
@@ -632,6 +895,7 @@ struct sctx {
 		uint64_t table, anchor;
 		uint32_t bound;
 		uint8_t size, shift, sign;
+		uint8_t check;   /* VTF_CHECK: read only when every entry is valid */
 	} anch[SK_MAX_ANCH];
 	unsigned nanch;
 };
@@ -1182,19 +1446,113 @@ static struct sk_val addr_of(const struct state *st, const struct sk_mem *m)
 	return v_stack(a) || a.kind == V_DYN ? v_unknown : v_new(false);
 }
 
+/* Whether memory operand A is B, compared right before (the registers it
+ * names are unchanged since: the compare's flags survived, and the bound
+ * is for the next instruction only), so its bytes are the ones compared. */
 static bool same_operand(const struct state *st, const struct sk_mem *a, const struct sk_mem *b,
 			 struct sk_val base, struct sk_val index)
 {
 	return a->base == b->base && a->index == b->index && a->scale == b->scale &&
 	       a->disp == b->disp && a->size == b->size && v_eq(rv(st, a->base), base) &&
-	       v_eq(rv(st, a->index), index) && !v_undecided(base) &&
-	       (a->index == SK_NONE || !v_undecided(index));
+	       v_eq(rv(st, a->index), index);
+}
+
+/* The smallest and largest of the SIZE-byte entries LO..HI (signed or
+ * not) of the table at ADDR, when the table's bytes in the file are its
+ * bytes at run time (a section neither writable nor NOBITS): true with
+ * *MIN and *MAX. */
+static bool table_range(struct sctx *c, uint64_t addr, unsigned size, bool sign, uint64_t lo,
+			uint64_t hi, int64_t *min, int64_t *max)
+{
+	if (!size || size > 8 || lo > hi || hi >= SK_MAX_TABLE)
+		return false;
+	uint64_t start = addr + lo * size, len = (hi - lo + 1) * size;
+	const struct chk_region *rg = chk_region_of(c->im.alloc, c->im.nalloc, start);
+	if (!rg || !rg->constant || start + len < start || start + len > rg->hi)
+		return false;
+	uint8_t buf[512];
+	*min = INT64_MAX;
+	*max = INT64_MIN;
+	for (uint64_t done = 0; done < len;) {
+		size_t n = len - done > sizeof(buf) ? sizeof(buf) : (size_t)(len - done);
+		if (ldr_read_vaddr(c->im.ldr, start + done, buf, n))
+			return false;
+		for (size_t i = 0; i < n; i += size) {
+			uint64_t x = base_rd_le(buf + i, size);
+			int64_t v;
+			if (sign && size < 8) {
+				unsigned sh = 64 - 8 * size;
+				v = (int64_t)(x << sh) >> sh;
+			} else {
+				v = (int64_t)x;
+			}
+			*min = v < *min ? v : *min;
+			*max = v > *max ? v : *max;
+		}
+		done += n;
+	}
+	return true;
+}
+
+/* What V says of a table index: its interval [*LO, *HI] and whether the
+ * bound is the table's own (*FRESH: a compare right before, or read from
+ * a table indexed so). BOUNDED whole; a table's entry (the values the
+ * entries hold: a class byte read from one table indexes the next); a
+ * byte zero-extended (0..255, its type's range: never fresh). */
+static bool index_bound(struct sctx *c, struct sk_val v, uint64_t *lo, uint64_t *hi, bool *fresh)
+{
+	if (v.kind == V_BOUNDED && v.reg == 8) {
+		*lo = (uint64_t)v.off;
+		*hi = v.aux;
+		*fresh = (v.flags & VF_FRESH) != 0;
+		return true;
+	}
+	if (v.kind == V_TABLE && !(v.reg & (VT_REL | VT_ANCH)) && (v.reg & VT_SIZE) &&
+	    (v.reg & VT_SIZE) <= 4 && !(v.flags & VTF_SHIFT)) {
+		int64_t mn, mx;
+		if (!table_range(c, (uint64_t)v.off, v.reg & VT_SIZE, (v.reg & VT_SIGNED) != 0, 0, v.aux,
+				 &mn, &mx) || mn < 0 || mx > (int64_t)UINT32_MAX)
+			return false;
+		*lo = (uint64_t)mn;
+		*hi = (uint64_t)mx;
+		*fresh = !(v.flags & VTF_CHECK);
+		return true;
+	}
+	if (v.kind == V_NEW && (v.flags & VF_B1)) {
+		*lo = 0;
+		*hi = 255;
+		*fresh = false;
+		return true;
+	}
+	return false;
+}
+
+/* A table's entry plus an address (ADD, or lea's base + index): the table's
+ * own address makes a jump target (entries relative to the table), another
+ * an anchored target (relative to a label: vfprintf's computed gotos;
+ * AArch64's `adr`; a shifted index). NULL-kind result: neither. */
+static struct sk_val anchored(struct sctx *c, struct sk_val t, int64_t anchor);
+
+static struct sk_val table_plus(struct sctx *c, struct sk_val t, struct sk_val addr)
+{
+	if (t.kind != V_TABLE || addr.kind != V_CONST || (t.reg & (VT_REL | VT_ANCH)))
+		return v_unknown;
+	if (!(t.reg & VT_SIZE))
+		return v_add(t, addr.off); /* a shifted index over a base */
+	if (!(t.flags & VTF_SHIFT) && addr.off == t.off) {
+		t.reg |= VT_REL;
+		return t;
+	}
+	return anchored(c, t, addr.off);
 }
 
 /* The value of `lea dst, MEM`. An index register that is no constant:
- * into the stack pointer, a run-time amount (alloca); elsewhere an address
- * at an unknown offset, no caller's value unless its parts may be. */
-static struct sk_val lea(const struct state *st, const struct sk_mem *m, bool to_sp)
+ * into the stack pointer, a run-time amount (alloca); a table's entry or a
+ * bounded index over a constant base, a jump target (table_plus);
+ * elsewhere an address at an unknown offset, no caller's value unless its
+ * parts may be. */
+static struct sk_val lea(struct sctx *c, const struct state *st, const struct sk_mem *m,
+			 bool to_sp)
 {
 	if (m->base == SK_MEM_FAR)
 		return v_unknown;
@@ -1203,30 +1561,67 @@ static struct sk_val lea(const struct state *st, const struct sk_mem *m, bool to
 		return a;
 	if (to_sp)
 		return v_stack(a) || a.kind == V_DYN ? vk(V_DYN, 0) : v_unknown;
+	if (a.kind == V_CONST && ix.kind == V_TABLE && m->scale == 1) {
+		struct sk_val t = table_plus(c, ix, a);
+		if (t.kind == V_TABLE)
+			return t;
+	}
+	uint64_t lo, hi;
+	bool fresh;
+	if (a.kind == V_CONST && ix.kind == V_BOUNDED && index_bound(c, ix, &lo, &hi, &fresh)) {
+		/* base + index * scale: a computed jump into blocks (or an
+		 * element's address: NEW all the same) */
+		return (struct sk_val){ a.off, (uint32_t)hi, V_TABLE, 0,
+					(uint8_t)(__builtin_ctz(m->scale) | VTF_CHECK), 0 };
+	}
 	return v_undecided(a) || v_undecided(ix) ? v_unknown : v_new(false);
 }
 
-static struct sk_val load(const struct sk_arch *ar, const struct state *st,
-			  const struct sk_mop *m)
+static struct sk_val load(struct sctx *c, const struct state *st, const struct sk_mop *m)
 {
+	const struct sk_arch *ar = c->ar;
 	const struct sk_mem *mm = &m->mem;
 	if (st->mb.valid && !(m->flags & SK_F_SIGNED) && same_operand(st, mm, &st->mb.mem, st->mb.base,
 									st->mb.index))
 		return (struct sk_val){ 0, st->mb.bound, V_BOUNDED, 8, VF_Z | VF_FRESH, 0 };
-	if ((ar->table_sizes & mm->size) && mm->size <= 8 && mm->base != SK_MEM_FAR &&
-	    (mm->index == SK_NONE ? mm->size == 4 && (m->flags & SK_F_SIGNED)
+	if (mm->size && mm->size <= 8 && !(mm->size & (mm->size - 1)) && mm->base != SK_MEM_FAR &&
+	    (mm->index == SK_NONE ? mm->size == 4 && (m->flags & SK_F_SIGNED) &&
+				    (ar->table_sizes & 4)
 				  : mm->scale == mm->size)) {
-		/* A jump-table entry: a constant table address and a bounded
+		/* A table's entry: a constant table address and a bounded
 		 * index (or none: one entry, a switch on a constant). */
 		struct sk_val b = mm->base == SK_NONE ? vk(V_CONST, 0) : rv(st, mm->base);
-		struct sk_val ix = mm->index == SK_NONE
-			? (struct sk_val){ 0, 0, V_BOUNDED, 8, VF_Z | VF_FRESH, 0 } : rv(st, mm->index);
-		if (b.kind == V_CONST && ix.kind == V_BOUNDED && ix.reg == 8 && (ix.flags & VF_FRESH)) {
-			struct sk_val t = { (int64_t)((uint64_t)b.off + (uint64_t)mm->disp), ix.aux,
-					    V_TABLE, (uint8_t)(mm->size |
-							       (m->flags & SK_F_SIGNED ? VT_SIGNED : 0)),
-					    0, 0 };
-			return t;
+		struct sk_val ix = mm->index == SK_NONE ? vk(V_CONST, 0) : rv(st, mm->index);
+		uint64_t lo = 0, hi = 0;
+		bool fresh = true;
+		uint64_t tab = (uint64_t)b.off + (uint64_t)mm->disp;
+		if (ix.kind == V_CONST && mm->index != SK_NONE) {
+			/* a constant index (a switch on a value the code fixed:
+			 * zlib's inflateBack starts with `mov eax, 0x3f3f; sub eax,
+			 * 0x3f3f`): that one entry, by its address (an entry
+			 * relative to the table is then anchored at the table);
+			 * read only if it names an instruction of the function
+			 * (the path may be one no value takes) */
+			tab += (uint64_t)ix.off * mm->size;
+			fresh = false;
+		}
+		if (b.kind == V_CONST &&
+		    (ix.kind == V_CONST || index_bound(c, ix, &lo, &hi, &fresh)) &&
+		    hi < SK_MAX_TABLE) {
+			int64_t mn, mx;
+			if (ar->table_sizes & mm->size)
+				/* a jump table's (an unsigned one of small
+				 * entries also indexes the next table) */
+				return (struct sk_val){ (int64_t)tab, (uint32_t)hi, V_TABLE,
+							(uint8_t)(mm->size | (m->flags & SK_F_SIGNED
+									      ? VT_SIGNED : 0)),
+							(uint8_t)(fresh ? 0 : VTF_CHECK), 0 };
+			if (!(m->flags & SK_F_SIGNED) && mm->size <= 4 &&
+			    table_range(c, tab, mm->size, false, lo, hi, &mn, &mx) && mx <= UINT32_MAX)
+				/* a small table's: what its entries hold (vfprintf's
+				 * class of a format character) */
+				return (struct sk_val){ mn, (uint32_t)mx, V_BOUNDED, 8,
+							(uint8_t)(VF_Z | (fresh ? VF_FRESH : 0)), 0 };
 		}
 	}
 	if (mm->size != 8) {
@@ -1309,8 +1704,9 @@ static struct sk_val anchored(struct sctx *c, struct sk_val t, int64_t anchor)
 	e.anchor = (uint64_t)anchor;
 	e.bound = t.aux;
 	e.size = (uint8_t)(t.reg & VT_SIZE);
-	e.shift = t.flags;
+	e.shift = t.flags & VTF_SHIFT;
 	e.sign = (t.reg & VT_SIGNED) != 0;
+	e.check = (t.flags & VTF_CHECK) != 0;
 	unsigned k = c->nanch;
 	while (k-- > 0 && memcmp(&c->anch[k], &e, sizeof(e)))
 		;
@@ -1351,6 +1747,120 @@ static struct sk_val pac(const struct state *st, const struct sk_mop *m)
 	return v;
 }
 
+/* The relations after micro-operation M ran (OLD: its destination's
+ * value before): a register written loses its relations, a copy gains
+ * one (EQ), a swap renames, a constant added in place shifts them. */
+static void rel_after(const struct sk_arch *ar, struct state *st, const struct sk_mop *m,
+		      struct sk_val old)
+{
+	unsigned d = m->dst, s = m->src;
+	bool copy = (m->kind == SK_MOP_SET && s != SK_NONE && s != d) ||
+		    (m->kind == SK_MOP_ZEXT && s != d) ||
+		    (m->kind == SK_MOP_ADDR && m->mem.index == SK_NONE && m->mem.base < SK_NREGS);
+	if (!st->nrel && !copy)
+		return;
+	switch (m->kind) {
+	case SK_MOP_STORE:
+	case SK_MOP_CMP:
+		return;
+	case SK_MOP_XCHG:
+		for (unsigned i = 0; i < st->nrel; i++) {
+			struct rel *r = &st->rel[i];
+			r->a = (uint8_t)(r->a == d ? s : r->a == s ? d : r->a);
+			r->b = (uint8_t)(r->b == d ? s : r->b == s ? d : r->b);
+		}
+		return;
+	case SK_MOP_ZEXT:
+	case SK_MOP_SET:
+		if (s != d)
+			break;
+		if (m->kind == SK_MOP_ZEXT && v_eq(old, rv(st, d)))
+			return; /* zero-extended what was zero above: unchanged */
+		for (unsigned i = 0; i < st->nrel;) {
+			/* in place: d + imm (the low half when 32 bits wide), or
+			 * d's low imm bytes */
+			struct rel *r = &st->rel[i];
+			unsigned w = m->kind == SK_MOP_ZEXT ? (unsigned)m->imm : m->flags & SK_F_W32 ? 4 : 8;
+			if (r->kind == REL_EQ && (r->a == d || r->b == d)) {
+				if (m->kind == SK_MOP_SET)
+					r->k = (int64_t)((uint64_t)r->k + (uint64_t)(r->a == d ? m->imm
+											: -m->imm));
+				r->w = (uint8_t)(r->w < w ? r->w : w);
+				i++;
+			} else if (r->a == d || r->b == d) {
+				rel_drop(st, r);
+			} else {
+				i++;
+			}
+		}
+		return;
+	default:
+		break;
+	}
+	if (d < SK_NREGS)
+		rel_kill(st, d);
+	if (!copy || d == ar->sp || d >= 64 || d == SK_TMP)
+		return;
+	if (m->kind == SK_MOP_ADDR) {
+		if (m->mem.base != ar->sp && m->mem.base != SK_TMP)
+			rel_add(st, REL_EQ, d, m->mem.base, m->mem.disp, 8);
+	} else if (s != ar->sp && s < 64 && s != SK_TMP) {
+		rel_add(st, REL_EQ, d, s, m->kind == SK_MOP_ZEXT ? 0 : m->imm,
+			m->kind == SK_MOP_ZEXT ? (unsigned)m->imm : m->flags & SK_F_W32 ? 4 : 8);
+	}
+}
+
+/* DST +/- SRC (M: SK_MOP_ADD or SUB; A, B their values) when both are
+ * bounded whole, or DST is a copy of a bounded value plus a constant:
+ * the interval [*LO, *HI] of the result, narrowed by the relations
+ * between the operands (strcmp's `lea r9, [rax + 15]; sub r9, rcx` under
+ * rax < rcx: 0..14), when it lies within 0..UINT32_MAX. */
+static bool diff_bound(const struct state *st, const struct sk_mop *m, struct sk_val a,
+		       struct sk_val b, int64_t *lo, int64_t *hi)
+{
+	if (b.kind != V_BOUNDED || b.reg != 8)
+		return false;
+	bool sub = m->kind == SK_MOP_SUB, any = false;
+	int64_t l = INT64_MIN, h = INT64_MAX;
+	for (int i = -1; i < (int)st->nrel; i++) {
+		/* the candidates: DST itself, and each value DST is a copy of */
+		struct sk_val x = a;
+		unsigned xr = m->dst;
+		int64_t k = 0;
+		if (i >= 0) {
+			const struct rel *r = &st->rel[i];
+			if (r->kind != REL_EQ || r->a != m->dst || r->w != 8 || r->b >= SK_NREGS ||
+			    r->k < -(int64_t)UINT32_MAX || r->k > (int64_t)UINT32_MAX)
+				continue;
+			x = st->r[r->b];
+			xr = r->b;
+			k = r->k;
+		}
+		if (x.kind != V_BOUNDED || x.reg != 8)
+			continue;
+		int64_t cl, ch;
+		if (sub) {
+			cl = x.off - (int64_t)b.aux;
+			ch = (int64_t)x.aux - b.off;
+			if (m->src < SK_NREGS)
+				rel_diff(st, xr, m->src, &cl, &ch);
+		} else {
+			cl = x.off + b.off;
+			ch = (int64_t)x.aux + (int64_t)b.aux;
+		}
+		cl += k;
+		ch += k;
+		l = cl > l ? cl : l;
+		h = ch < h ? ch : h;
+		any = true;
+	}
+	if (!any || l < 0 || l > h || h > (int64_t)UINT32_MAX)
+		return false;
+	*lo = l;
+	*hi = h;
+	return true;
+}
+
 /* Apply one instruction's micro-operations and clobbers. Returns whether it
  * set the compare flags; *REALIGN_LOOP when an anchor is made again while
  * values of the last one live (not followed). */
@@ -1362,17 +1872,17 @@ static bool apply(struct sctx *c, const struct fn *f, struct state *st, size_t j
 	bool setcmp = false;
 	for (unsigned k = 0; k < in->nmop; k++) {
 		const struct sk_mop *m = &f->d->mop[in->mop + k];
-		struct sk_val a, b;
+		struct sk_val a, b, old = m->kind == SK_MOP_ZEXT ? rv(st, m->dst) : v_unknown;
 		switch (m->kind) {
 		case SK_MOP_SET:
 			a = m->src == SK_NONE ? vk(V_CONST, m->imm) : v_add(rv(st, m->src), m->imm);
 			set_reg(ar, st, m->dst, m->flags & SK_F_W32 ? v_w32(a) : a);
 			break;
 		case SK_MOP_ADDR:
-			set_reg(ar, st, m->dst, lea(st, &m->mem, m->dst == ar->sp));
+			set_reg(ar, st, m->dst, lea(c, st, &m->mem, m->dst == ar->sp));
 			break;
 		case SK_MOP_LOAD:
-			a = load(ar, st, m);
+			a = load(c, st, m);
 			set_reg(ar, st, m->dst, m->flags & SK_F_W32 ? v_w32(a) : a);
 			break;
 		case SK_MOP_STORE:
@@ -1390,20 +1900,19 @@ static bool apply(struct sctx *c, const struct fn *f, struct state *st, size_t j
 			bool add = m->kind == SK_MOP_ADD;
 			a = rv(st, m->dst);
 			b = rv(st, m->src);
-			struct sk_val res;
-			if (add && a.kind == V_TABLE && !(a.reg & (VT_REL | VT_ANCH)) && !a.flags &&
-			    b.kind == V_CONST && b.off == a.off) {
-				res = a; /* entry + the table's own address: a jump target */
-				res.reg |= VT_REL;
-			} else if (add && b.kind == V_TABLE && !(b.reg & (VT_REL | VT_ANCH)) && !b.flags &&
-				   a.kind == V_CONST && a.off == b.off) {
-				res = b;
-				res.reg |= VT_REL;
-			} else if (add && ((a.kind == V_TABLE && b.kind == V_CONST) ||
-					   (b.kind == V_TABLE && a.kind == V_CONST)) &&
-				   !((a.kind == V_TABLE ? a : b).reg & (VT_REL | VT_ANCH))) {
-				/* entry << shift + another address (AArch64) */
-				res = anchored(c, a.kind == V_TABLE ? a : b, a.kind == V_CONST ? a.off : b.off);
+			struct sk_val res = v_unknown;
+			int64_t lo, hi;
+			if (add && a.kind == V_TABLE && b.kind == V_CONST)
+				res = table_plus(c, a, b); /* a jump target */
+			else if (add && b.kind == V_TABLE && a.kind == V_CONST)
+				res = table_plus(c, b, a);
+			if (res.kind == V_TABLE) {
+				/* done */
+			} else if (m->dst != ar->sp && diff_bound(st, m, a, b, &lo, &hi)) {
+				/* a difference or sum of bounded values */
+				res = (struct sk_val){ lo, (uint32_t)hi, V_BOUNDED, 8,
+						       (uint8_t)(VF_Z | ((a.flags | b.flags) & VF_MAYBE)),
+						       0 };
 			} else if (b.kind == V_CONST) {
 				res = v_add(a, add ? b.off : (int64_t)(0 - (uint64_t)b.off));
 			} else if (add && a.kind == V_CONST &&
@@ -1422,16 +1931,26 @@ static bool apply(struct sctx *c, const struct fn *f, struct state *st, size_t j
 		}
 		case SK_MOP_AND:
 			a = rv(st, m->dst);
-			if (m->dst == ar->sp) {
+			if (m->dst == ar->sp && !(m->flags & SK_F_W32)) {
 				bool rebased;
 				uint32_t id = (uint32_t)j + 1;
 				if ((a.kind == V_CFA || a.kind == V_ANCHOR) && uses_anchor(st, ar->nregs, id))
 					*realign_loop = true;
 				set_reg(ar, st, m->dst, align_sp(ar, a, m->imm, id, &rebased));
 			} else if (a.kind == V_CONST) {
-				set_reg(ar, st, m->dst, vk(V_CONST, a.off & m->imm));
+				b = vk(V_CONST, a.off & m->imm);
+				set_reg(ar, st, m->dst, m->flags & SK_F_W32 ? v_w32(b) : b);
+			} else if (m->imm >= 0 && (uint64_t)m->imm <= UINT32_MAX && m->dst != ar->sp) {
+				/* at most the mask (and at most what it was) */
+				uint64_t hi = (uint64_t)m->imm;
+				if (a.kind == V_BOUNDED && a.reg == 8 && a.aux < hi)
+					hi = a.aux;
+				set_reg(ar, st, m->dst,
+					(struct sk_val){ 0, (uint32_t)hi, V_BOUNDED, 8,
+							 (uint8_t)(VF_Z | (v_undecided(a) ? VF_MAYBE : 0)), 0 });
 			} else {
-				set_reg(ar, st, m->dst, v_undecided(a) ? v_unknown : v_new(false));
+				b = v_undecided(a) ? v_unknown : v_new(false);
+				set_reg(ar, st, m->dst, m->flags & SK_F_W32 ? v_w32(b) : b);
 			}
 			break;
 		case SK_MOP_XCHG:
@@ -1450,14 +1969,20 @@ static bool apply(struct sctx *c, const struct fn *f, struct state *st, size_t j
 			break;
 		case SK_MOP_SHL:
 			a = rv(st, m->dst);
-			if (a.kind == V_CONST)
+			if (a.kind == V_CONST) {
 				a = vk(V_CONST, (int64_t)((uint64_t)a.off << (m->imm & 63)));
-			else if (a.kind == V_TABLE && !(a.reg & (VT_REL | VT_ANCH)) &&
-				 a.flags + m->imm <= 3)
+			} else if (a.kind == V_TABLE && !(a.reg & (VT_REL | VT_ANCH)) &&
+				   ((a.reg & VT_SIZE) || !a.off) &&
+				   (a.flags & VTF_SHIFT) + m->imm <= VTF_SHIFT) {
 				a.flags = (uint8_t)(a.flags + m->imm); /* the entry's shift */
-			else
+			} else if (a.kind == V_BOUNDED && a.reg == 8 && !(a.flags & VF_MAYBE) &&
+				   m->imm <= VTF_SHIFT && m->dst != ar->sp) {
+				/* an index shifted: the offset of one of equal blocks */
+				a = (struct sk_val){ 0, a.aux, V_TABLE, 0, (uint8_t)(m->imm | VTF_CHECK), 0 };
+			} else {
 				a = v_undecided(a) || m->dst == ar->sp ? v_unknown : v_new(false);
-			set_reg(ar, st, m->dst, a);
+			}
+			set_reg(ar, st, m->dst, m->flags & SK_F_W32 ? v_w32(a) : a);
 			break;
 		case SK_MOP_SIGN:
 		case SK_MOP_AUTH:
@@ -1474,14 +1999,21 @@ static bool apply(struct sctx *c, const struct fn *f, struct state *st, size_t j
 		default:
 			break;
 		}
+		if (st->nrel || m->kind == SK_MOP_SET || m->kind == SK_MOP_ZEXT ||
+		    m->kind == SK_MOP_ADDR)
+			rel_after(ar, st, m, old);
 	}
 	uint64_t cl = in->clobber;
 	while (cl) {
 		unsigned r = (unsigned)__builtin_ctzll(cl);
 		cl &= cl - 1;
 		set_reg(ar, st, (uint8_t)r, v_new((in->clobber32 >> r) & 1));
+		if (st->nrel)
+			rel_kill(st, r);
 	}
 	st->r[SK_TMP] = v_unknown;
+	if (st->nrel)
+		rel_kill(st, SK_TMP);
 	return setcmp;
 }
 
@@ -1504,6 +2036,8 @@ static void call_effects(const struct sk_arch *ar, struct state *st, uint64_t ke
 		unsigned r = (unsigned)__builtin_ctzll(cl);
 		cl &= cl - 1;
 		st->r[r] = v_unknown;
+		if (st->nrel)
+			rel_kill(st, r);
 	}
 	struct sk_val sp = st->r[ar->sp];
 	unsigned j = 0;
@@ -1528,7 +2062,13 @@ static void call_effects(const struct sk_arch *ar, struct state *st, uint64_t ke
 static bool cmp_survives(const struct state *st, const struct decoded *d, const struct sk_insn *in)
 {
 	const struct cmpfact *cf = &st->cmp;
-	if (!in->keeps_flags || in->flow != SK_FALL)
+	/* A conditional branch reads the flags and writes none; kept past
+	 * one for two registers compared (`cmp ecx, eax; je; ja`: both
+	 * branches relate them), not for a bound: a second branch on the
+	 * compare with a constant may exclude values a later table then
+	 * leaves out. */
+	bool branch = in->flow == SK_BRANCH && cf->a != SK_NONE && cf->b != SK_NONE;
+	if (!(in->keeps_flags && in->flow == SK_FALL) && !branch)
 		return false;
 	bool stores;
 	uint64_t w = insn_writes(d, in, &stores);
@@ -1551,60 +2091,133 @@ static void stale_bounds(struct state *st, unsigned nregs)
 			st->s[i].v.flags &= (uint8_t)~VF_FRESH;
 }
 
-/* What a conditional branch says on one of its edges. */
-static void refine(struct state *st, uint8_t cond, bool taken)
+/* The low W bytes of register R lie in [LO, HI] (HI <= UINT32_MAX) on
+ * this edge: its value bounded (as tight as it was; fresh when HI is a
+ * bound of this compare's, not the width's: `cmp al, 8; ja L` says
+ * nothing at L of the table's size there). False when that contradicts
+ * its bound: the edge cannot be taken. */
+static bool bound_reg(struct state *st, unsigned r, unsigned w, uint64_t lo, uint64_t hi)
+{
+	if (r >= SK_NREGS)
+		return true;
+	struct sk_val *v = &st->r[r];
+	uint8_t fresh = hi < low_max(w) ? VF_FRESH : 0;
+	if (v->kind == V_BOUNDED && v->reg == 8 && v->aux <= low_max(w)) {
+		/* bounded whole and fits W bytes: the compare is on the whole
+		 * value */
+		uint64_t l = (uint64_t)v->off > lo ? (uint64_t)v->off : lo;
+		uint64_t h = v->aux < hi ? v->aux : hi;
+		if (l > h)
+			return false;
+		v->off = (int64_t)l;
+		v->aux = (uint32_t)h;
+		v->flags |= fresh;
+		return true;
+	}
+	/* The low W bytes bounded; all of them when the rest is known to
+	 * be zero. */
+	uint8_t bytes = v_fits(*v, w) ? 8 : (uint8_t)w;
+	if (v->kind == V_NEW || v->kind == V_BOUNDED)
+		*v = (struct sk_val){ (int64_t)lo, (uint32_t)hi, V_BOUNDED, bytes,
+				      (uint8_t)((v->flags & VF_Z) | fresh), 0 };
+	else if (v->kind == V_UNKNOWN)
+		*v = (struct sk_val){ (int64_t)lo, (uint32_t)hi, V_BOUNDED, bytes,
+				      (uint8_t)(VF_MAYBE | fresh), 0 };
+	return true;
+}
+
+/* What a conditional branch says on one of its edges: a compare with a
+ * constant bounds the register (and its copies, by their relations), or
+ * the compared memory for the next instruction; a compare of two
+ * registers relates them. False when the edge cannot be taken: the
+ * register's bound excludes it (a path of a switch's decision tree that
+ * no value follows; believing it would read a table with a bound from
+ * nowhere, and the analysis must only grow with the states it joins). */
+static bool refine(struct state *st, uint8_t cond, bool taken)
 {
 	const struct cmpfact *cf = &st->cmp;
 	if (!cf->valid)
-		return;
+		return true;
+	unsigned w = cf->width ? cf->width : 8;
 	if (cf->b == SK_NONE) {
-		int64_t bound = -1;
-		if ((cond == SK_COND_A && !taken) || (cond == SK_COND_BE && taken))
-			bound = cf->imm;
-		else if ((cond == SK_COND_AE && !taken) || (cond == SK_COND_B && taken))
-			bound = cf->imm - 1;
-		if (bound < 0 || bound >= SK_MAX_TABLE)
-			return;
+		/* the unsigned W-byte number against IMM (already that wide) */
+		uint64_t imm = (uint64_t)cf->imm, lo = 0, hi = low_max(w);
+		bool above = (cond == SK_COND_A && taken) || (cond == SK_COND_BE && !taken);
+		bool at_least = (cond == SK_COND_AE && taken) || (cond == SK_COND_B && !taken);
+		bool at_most = (cond == SK_COND_A && !taken) || (cond == SK_COND_BE && taken);
+		bool below = (cond == SK_COND_AE && !taken) || (cond == SK_COND_B && taken);
+		bool equal = (cond == SK_COND_E && taken) || (cond == SK_COND_NE && !taken);
+		if (above && imm < hi)
+			lo = imm + 1;
+		else if (at_least)
+			lo = imm;
+		else if (at_most)
+			hi = imm;
+		else if (below && imm)
+			hi = imm - 1;
+		else if (equal)
+			lo = hi = imm;
+		else
+			return true;
+		if (hi > UINT32_MAX)
+			return true;
 		if (cf->a == SK_NONE) {
-			if (cf->mem.base != SK_MEM_FAR && cf->mem.size == cf->width)
-				st->mb = (struct membound){ cf->mem, cf->base, cf->index, (uint32_t)bound, 1 };
-			return;
+			if (cf->mem.base != SK_MEM_FAR && cf->mem.size == cf->width && !lo &&
+			    hi < SK_MAX_TABLE)
+				st->mb = (struct membound){ cf->mem, cf->base, cf->index, (uint32_t)hi, 1 };
+			return true;
 		}
 		if (cf->a >= SK_NREGS)
-			return;
-		/* The low WIDTH bytes are <= bound; all of them when the rest
-		 * is known to be zero. */
-		struct sk_val *v = &st->r[cf->a];
-		unsigned sig = v->kind != V_NEW ? 8 : (v->flags & VF_B1) ? 1 : (v->flags & VF_B2) ? 2
-			     : (v->flags & VF_Z) ? 4 : 8;
-		uint8_t bytes = cf->width >= sig ? 8 : cf->width;
-		if (v->kind == V_BOUNDED && v->reg == 8 &&
-		    (cf->width >= 8 || v->aux < (1ull << (8 * cf->width)))) {
-			/* bounded whole and fits WIDTH bytes: the compare is on
-			 * the whole value */
-			if ((uint32_t)bound < v->aux)
-				v->aux = (uint32_t)bound;
-			v->flags |= VF_FRESH;
-		} else if (v->kind == V_NEW || v->kind == V_BOUNDED) {
-			*v = (struct sk_val){ 0, (uint32_t)bound, V_BOUNDED, bytes,
-					      (uint8_t)((v->flags & VF_Z) | VF_FRESH), 0 };
-		} else if (v->kind == V_UNKNOWN) {
-			*v = (struct sk_val){ 0, (uint32_t)bound, V_BOUNDED, bytes, VF_MAYBE | VF_FRESH, 0 };
+			return true;
+		if (!bound_reg(st, cf->a, w, lo, hi))
+			return false;
+		/* Its copies: the low W bytes of X = A + K (or A = X + K), so
+		 * X's are A's - K, when that does not wrap. */
+		for (unsigned i = 0; i < st->nrel; i++) {
+			const struct rel *r = &st->rel[i];
+			if (r->kind != REL_EQ || r->w < w || (r->a != cf->a && r->b != cf->a))
+				continue;
+			unsigned x = r->a == cf->a ? r->b : r->a;
+			uint64_t d = (uint64_t)(r->a == cf->a ? -r->k : r->k) & low_max(w);
+			uint64_t l2 = (lo + d) & low_max(w), h2 = (hi + d) & low_max(w);
+			if (l2 <= h2 && h2 <= UINT32_MAX && x != SK_TMP && !bound_reg(st, x, w, l2, h2))
+				st->r[x].flags &= (uint8_t)~VF_FRESH; /* (not its own compare) */
 		}
-		return;
+		return true;
+	}
+	if (cf->a >= SK_NREGS || cf->b >= SK_NREGS)
+		return true;
+	/* Two registers: related as whole numbers when both fit the width
+	 * compared. */
+	unsigned a = cf->a, b = cf->b;
+	if (w >= 8 || (v_fits(st->r[a], w) && v_fits(st->r[b], w))) {
+		switch (cond) {
+		case SK_COND_A: taken ? rel_order(st, b, a, true) : rel_order(st, a, b, false); break;
+		case SK_COND_AE: taken ? rel_order(st, b, a, false) : rel_order(st, a, b, true); break;
+		case SK_COND_B: taken ? rel_order(st, a, b, true) : rel_order(st, b, a, false); break;
+		case SK_COND_BE: taken ? rel_order(st, a, b, false) : rel_order(st, b, a, true); break;
+		case SK_COND_E:
+			if (!taken)
+				rel_ne(st, a, b);
+			break;
+		case SK_COND_NE:
+			if (taken)
+				rel_ne(st, a, b);
+			break;
+		default: break;
+		}
 	}
 	/* reg == reg on this edge: an unknown side takes the known one. */
-	if (!((cond == SK_COND_E && taken) || (cond == SK_COND_NE && !taken)))
-		return;
-	if (cf->a >= SK_NREGS || cf->b >= SK_NREGS)
-		return;
-	struct sk_val *a = &st->r[cf->a], *b = &st->r[cf->b];
-	bool ka = v_stack(*a) || a->kind == V_CALLER || a->kind == V_CONST;
-	bool kb = v_stack(*b) || b->kind == V_CALLER || b->kind == V_CONST;
-	if (a->kind == V_UNKNOWN && kb)
-		*a = *b;
-	else if (b->kind == V_UNKNOWN && ka)
-		*b = *a;
+	if (w < 8 || !((cond == SK_COND_E && taken) || (cond == SK_COND_NE && !taken)))
+		return true;
+	struct sk_val *va = &st->r[a], *vb = &st->r[b];
+	bool ka = v_stack(*va) || va->kind == V_CALLER || va->kind == V_CONST;
+	bool kb = v_stack(*vb) || vb->kind == V_CALLER || vb->kind == V_CONST;
+	if (va->kind == V_UNKNOWN && kb)
+		*va = *vb;
+	else if (vb->kind == V_UNKNOWN && ka)
+		*vb = *va;
+	return true;
 }
 
 /* ---- Rows ---------------------------------------------------------------- */
@@ -1973,13 +2586,27 @@ static void code_col(const struct sctx *c, const struct state *st, unsigned col,
 		snprintf(buf, len, "lost");
 }
 
-/* The CFA rule against the state. */
+/* Whether ROW gives the stack pointer's column a rule of its own (the
+ * caller's SP is then that rule's value, not the CFA: GHC's StgRun has
+ * CFA = rsp+0, its saves at CFA+16384.., and rsp = rsp+16440). */
+static bool sp_has_rule(const struct sctx *c, const struct srow *row)
+{
+	int i = cmp_index(c->ar, sk_dwarf_of_reg(c->ar, c->ar->sp));
+	return i >= 0 && row->col[i].kind != BK_RULE_NONE && row->col[i].kind != BK_RULE_SAME_VALUE &&
+	       row->col[i].kind != BK_RULE_UNDEFINED;
+}
+
+/* The CFA rule against the state. *BASE: the CFA's distance from the
+ * caller's SP the other rules are evaluated with (0; another offset only
+ * when the stack pointer's column has a rule of its own, which is then
+ * what must give the caller's SP). */
 static void compare_cfa(struct sctx *c, const struct state *st, const struct cfi_section *sec,
-			const struct srow *row, uint64_t pc, struct cmp_out *out)
+			const struct srow *row, uint64_t pc, struct cmp_out *out, int64_t *base)
 {
 	struct sk_val v;
 	unsigned reg0 = SK_NONE;
 	out->v = VD_OK;
+	*base = 0;
 	if (row->cfa.kind == BK_RULE_CFA_REG_OFFSET) {
 		reg0 = sk_reg_of_dwarf(c->ar, row->cfa.reg);
 		if (reg0 == SK_NONE) {
@@ -2001,6 +2628,10 @@ static void compare_cfa(struct sctx *c, const struct state *st, const struct cfi
 	}
 	if (v.kind == V_CFA && v.off == 0)
 		return;
+	if (v.kind == V_CFA && sp_has_rule(c, row)) {
+		*base = v.off; /* a CFA that is not the caller's SP, by the row's own say */
+		return;
+	}
 	if (v_undecided(v)) {
 		out->v = VD_NA;
 		out->why = row->cfa.kind == BK_RULE_CFA_EXPRESSION ? CHK_SR_EXPRESSION
@@ -2034,16 +2665,19 @@ static enum verdict holds(struct sk_val have, struct sk_val want)
 	return v_undecided(have) ? VD_NA : VD_DIFF;
 }
 
-/* One compared column's rule against the state. */
+/* One compared column's rule against the state, the CFA at BASE from the
+ * caller's SP (compare_cfa). */
 static void compare_col(struct sctx *c, const struct state *st, const struct cfi_section *sec,
-			const struct srow *row, unsigned i, uint64_t pc, struct cmp_out *out)
+			const struct srow *row, unsigned i, uint64_t pc, int64_t base,
+			struct cmp_out *out)
 {
 	const struct sk_arch *ar = c->ar;
 	unsigned col = ar->cmp_regs[i];
 	const struct cfi_rule *r = &row->col[i];
 	bool is_sp = col == sk_dwarf_of_reg(ar, ar->sp);
 	struct sk_val want = is_sp ? vk(V_CFA, 0) : v_caller(col);
-	struct sk_val cfa = vk(V_CFA, 0), v;
+	struct sk_val cfa = vk(V_CFA, base), v;
+	int64_t at;
 	if (col == ar->ra_col)
 		want.flags |= ra_sign_flags(row->ra_sign); /* RA_SIGN_STATE */
 	out->v = VD_OK;
@@ -2064,10 +2698,20 @@ static void compare_col(struct sctx *c, const struct state *st, const struct cfi
 	case BK_RULE_UNDEFINED:
 		return; /* claims nothing */
 	case BK_RULE_OFFSET:
-		out->v = holds(slot_load(st, 0, r->value, 8), want);
+		if (__builtin_add_overflow(base, r->value, &at)) {
+			out->v = VD_NA;
+			out->why = CHK_SR_BAD_CFI;
+			return;
+		}
+		out->v = holds(slot_load(st, 0, at, 8), want);
 		break;
 	case BK_RULE_VAL_OFFSET:
-		out->v = holds(vk(V_CFA, r->value), want);
+		if (__builtin_add_overflow(base, r->value, &at)) {
+			out->v = VD_NA;
+			out->why = CHK_SR_BAD_CFI;
+			return;
+		}
+		out->v = holds(vk(V_CFA, at), want);
 		break;
 	case BK_RULE_REGISTER: {
 		unsigned reg = sk_reg_of_dwarf(ar, r->reg);
@@ -2245,8 +2889,9 @@ static size_t dequeue(struct fn *f)
 	return SIZE_MAX;
 }
 
-/* Join S into the state of leader K. */
-static void merge_into(struct sctx *c, struct fn *f, size_t k, const struct state *s)
+/* Join S into the state of leader K, coming from instruction FROM (an
+ * index: at or after K, an edge backwards, which widens). */
+static void merge_into(struct sctx *c, struct fn *f, size_t k, const struct state *s, size_t from)
 {
 	if (!f->st[k]) {
 		if (++f->nstates > SK_MAX_STATES) {
@@ -2263,7 +2908,7 @@ static void merge_into(struct sctx *c, struct fn *f, size_t k, const struct stat
 		enqueue(f, k);
 		return;
 	}
-	if (state_join(f->st[k], s, c->ar->nregs))
+	if (state_join(f->st[k], s, c->ar->nregs, from >= k))
 		enqueue(f, k);
 }
 
@@ -2324,7 +2969,7 @@ static void settle_cross(struct sctx *c)
 	size_t j = 0;
 	for (size_t i = 0; i < c->ncross; i++) {
 		if (j && c->cross[j - 1].target == c->cross[i].target) {
-			state_join(c->cross[j - 1].st, c->cross[i].st, c->ar->nregs);
+			state_join(c->cross[j - 1].st, c->cross[i].st, c->ar->nregs, false);
 			base_free(c->cross[i].st);
 			continue;
 		}
@@ -2373,76 +3018,122 @@ static void edge(struct sctx *c, struct fn *f, const struct state *s, uint64_t t
 		return;
 	}
 	make_leader(f, k);
-	merge_into(c, f, k, s);
+	size_t j = BASE_COUNT_LT(f->d->in, f->d->n, addr, from);
+	merge_into(c, f, k, s, j);
 }
 
-/* An anchored table's targets: anchor + (entry << shift), entries of
- * SIZE bytes, signed or not, 0..bound. */
-static void ijump_anchored(struct sctx *c, struct fn *f, const struct state *s, size_t j,
-			   const struct anch_table *t)
+/* Whether TARGET names an instruction of F (a target read with a bound
+ * that is not the table's own must: else the bound runs past the table). */
+static bool valid_target(const struct fn *f, uint64_t target)
+{
+	return target >= f->fe->lo && target < f->fe->hi && index_of(f->d, target) != SIZE_MAX;
+}
+
+static void unresolved(struct fn *f, const struct sk_insn *in)
+{
+	if (!f->unresolved_ijump) {
+		f->unresolved_ijump = true;
+		f->ijump_addr = in->addr;
+	}
+}
+
+/* The target of entry I of table T (an anchored table, or, ANCHOR 0 and
+ * REL, one relative to itself), into *OUT: false when it cannot be read. */
+static bool table_target(struct sctx *c, const struct anch_table *t, bool rel, uint32_t i,
+			 uint64_t *out)
+{
+	uint8_t e[8];
+	if (!t->size) {
+		*out = t->anchor + ((uint64_t)i << t->shift);
+		return true;
+	}
+	if (ldr_read_vaddr(c->im.ldr, t->table + (uint64_t)i * t->size, e, t->size))
+		return false;
+	uint64_t x = base_rd_le(e, t->size);
+	if (t->sign && t->size < 8) {
+		unsigned sh = 64 - 8 * t->size;
+		x = (uint64_t)((int64_t)(x << sh) >> sh);
+	}
+	*out = (rel ? t->table : t->anchor) + (x << t->shift);
+	return true;
+}
+
+/* A table's targets, entries 0..bound: with CHECK, only when every one
+ * names an instruction of the function (else the jump is unresolved);
+ * without, each one is an edge (out of the function: a tail call). */
+static void ijump_table(struct sctx *c, struct fn *f, const struct state *s, size_t j,
+			const struct anch_table *t, bool rel)
 {
 	const struct sk_insn *in = &f->d->in[j];
-	uint8_t e[8];
-	if (t->bound >= SK_MAX_TABLE || !t->size || t->size > 8) {
+	uint64_t target;
+	if (t->bound >= SK_MAX_TABLE || t->size > 8) {
+		if (t->check) {
+			unresolved(f, in);
+			return;
+		}
 		give_up(f, CHK_SR_INDIRECT_JUMP, in->addr, "jump table at 0x%" PRIx64 " too large",
 			t->table);
 		return;
 	}
+	for (uint32_t i = 0; t->check && i <= t->bound; i++)
+		if (!table_target(c, t, rel, i, &target) || !valid_target(f, target)) {
+			unresolved(f, in);
+			return;
+		}
 	for (uint32_t i = 0; i <= t->bound; i++) {
-		if (ldr_read_vaddr(c->im.ldr, t->table + (uint64_t)i * t->size, e, t->size)) {
+		if (!table_target(c, t, rel, i, &target)) {
 			give_up(f, CHK_SR_INDIRECT_JUMP, in->addr,
 				"jump table at 0x%" PRIx64 " not in the file", t->table);
 			return;
 		}
-		uint64_t x = base_rd_le(e, t->size);
-		if (t->sign && t->size < 8) {
-			unsigned sh = 64 - 8 * t->size;
-			x = (uint64_t)((int64_t)(x << sh) >> sh);
-		}
-		edge(c, f, s, t->anchor + (x << t->shift), in->addr);
+		edge(c, f, s, target, in->addr);
 		if (f->give_up || c->nomem)
 			return;
 	}
 }
 
-/* An indirect jump: a jump table's targets, else a tail call or an
- * unresolved jump. */
+/* An indirect jump: a constant target, a jump table's targets, else a
+ * tail call or an unresolved jump. */
 static void ijump(struct sctx *c, struct fn *f, const struct state *s, size_t j)
 {
 	const struct sk_insn *in = &f->d->in[j];
 	struct sk_val v = in->ijump_reg < SK_NREGS ? s->r[in->ijump_reg] : v_unknown;
 	unsigned size = v.reg & VT_SIZE;
 	bool rel = v.reg & VT_REL;
-	if (v.kind == V_TABLE && (v.reg & VT_ANCH) && v.aux < c->nanch) {
-		ijump_anchored(c, f, s, j, &c->anch[v.aux]);
+	if (v.kind == V_CONST) {
+		/* a label's address (vfprintf's `lea rax, [rip + L]; ...; jmp
+		 * rax`), or a function's: a tail call */
+		edge(c, f, s, (uint64_t)v.off, in->addr);
 		return;
 	}
-	if (v.kind != V_TABLE || !((rel && size == 4) || (!rel && size == 8)) || v.flags ||
-	    (v.reg & VT_ANCH) || v.aux >= SK_MAX_TABLE) {
-		if (!f->unresolved_ijump) {
-			f->unresolved_ijump = true;
-			f->ijump_addr = in->addr;
-		}
+	if (v.kind != V_TABLE) {
+		unresolved(f, in);
 		return;
 	}
-	uint8_t e[8];
-	for (uint32_t i = 0; i <= v.aux; i++) {
-		uint64_t at = (uint64_t)v.off + (uint64_t)i * size, t;
-		if (ldr_read_vaddr(c->im.ldr, at, e, size)) {
-			give_up(f, CHK_SR_INDIRECT_JUMP, in->addr,
-				"jump table at 0x%" PRIx64 " not in the file", (uint64_t)v.off);
-			return;
-		}
-		if (rel && (v.reg & VT_SIGNED))
-			t = (uint64_t)v.off + (uint64_t)(int64_t)(int32_t)base_rd_le(e, 4);
-		else if (rel)
-			t = (uint64_t)v.off + base_rd_le(e, 4);
+	struct anch_table t = { .table = (uint64_t)v.off, .bound = v.aux, .size = (uint8_t)size,
+				.shift = v.flags & VTF_SHIFT, .sign = (v.reg & VT_SIGNED) != 0,
+				.check = (v.flags & VTF_CHECK) != 0 };
+	if (v.reg & VT_ANCH) {
+		if (v.aux < c->nanch)
+			ijump_table(c, f, s, j, &c->anch[v.aux], false);
 		else
-			t = base_rd_le(e, 8);
-		edge(c, f, s, t, in->addr);
-		if (f->give_up || c->nomem)
-			return;
+			unresolved(f, in);
+		return;
 	}
+	if (!size) {
+		/* off + (index << shift): blocks of equal size */
+		t.anchor = (uint64_t)v.off;
+		t.table = 0;
+		t.check = 1;
+		ijump_table(c, f, s, j, &t, false);
+		return;
+	}
+	/* Entries relative to the table (4 bytes), or addresses (8). */
+	if (!((rel && size == 4) || (!rel && size == 8)) || t.shift) {
+		unresolved(f, in);
+		return;
+	}
+	ijump_table(c, f, s, j, &t, rel);
 }
 
 /* Run the block at leader I. COMPARE: the compare pass (no edges). */
@@ -2496,11 +3187,13 @@ static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 			stale_bounds(s, ar->nregs);
 			if (!compare) {
 				memcpy(&c->tmp, s, sizeof(*s));
-				refine(&c->tmp, in->cond, true);
-				c->tmp.cmp.valid = 0;
-				edge(c, f, &c->tmp, in->target, in->addr);
+				if (refine(&c->tmp, in->cond, true)) {
+					c->tmp.cmp.valid = 0;
+					edge(c, f, &c->tmp, in->target, in->addr);
+				}
 			}
-			refine(s, in->cond, false);
+			if (!refine(s, in->cond, false))
+				return; /* no value falls through */
 			break;
 		case SK_CALL:
 			if (in->call_next) {
@@ -2547,7 +3240,7 @@ static void run_block(struct sctx *c, struct fn *f, size_t i, bool compare)
 			return;
 		if (f->flag[j] & FL_LEADER) {
 			if (!compare)
-				merge_into(c, f, j, s);
+				merge_into(c, f, j, s, j - 1);
 			return;
 		}
 	}
@@ -2576,7 +3269,8 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 		return;
 	}
 	struct cmp_out cfa;
-	compare_cfa(c, st, sec, row, in->addr, &cfa);
+	int64_t base;
+	compare_cfa(c, st, sec, row, in->addr, &cfa, &base);
 	if (cfa.v == VD_NA) {
 		count_na(f, cfa.why, in->addr);
 		return;
@@ -2590,7 +3284,7 @@ static void compare_insn(struct sctx *c, struct fn *f, const struct state *st, s
 				       cfa.row, cfa.code);
 	for (unsigned i = 0; i < c->ar->ncmp; i++) {
 		struct cmp_out o;
-		compare_col(c, st, sec, row, i, in->addr, &o);
+		compare_col(c, st, sec, row, i, in->addr, base, &o);
 		if (row->col[i].kind == BK_RULE_NONE && c->ar->cmp_regs[i] == sk_dwarf_of_reg(c->ar, c->ar->sp))
 			continue;
 		if (o.v == VD_NA) {
@@ -2892,7 +3586,7 @@ static void analyse(struct sctx *c, struct fde_ent *fe, struct srow **rows, size
 		if (k == SIZE_MAX)
 			continue;
 		f.flag[k] |= FL_LEADER | FL_ENTRY;
-		merge_into(c, &f, k, c->cross[q].st);
+		merge_into(c, &f, k, c->cross[q].st, 0);
 		nseeds++;
 	}
 	for (size_t q = lp_lower_bound(c, fe->lo); q < c->nlps && !c->nomem; q++) {
@@ -2906,7 +3600,7 @@ static void analyse(struct sctx *c, struct fde_ent *fe, struct srow **rows, size
 		if (!row || (f.flag[k] & FL_ENTRY) || initial_state(c, row, true, &c->tmp))
 			continue;
 		f.flag[k] |= FL_LEADER | FL_ENTRY;
-		merge_into(c, &f, k, &c->tmp);
+		merge_into(c, &f, k, &c->tmp, 0);
 		nseeds++;
 	}
 	if (!fe->part || !nseeds) {
@@ -2922,7 +3616,7 @@ static void analyse(struct sctx *c, struct fde_ent *fe, struct srow **rows, size
 			goto out;
 		}
 		f.flag[k0] |= FL_ENTRY | FL_LEADER;
-		merge_into(c, &f, k0, init);
+		merge_into(c, &f, k0, init, 0);
 	}
 	/* PLT stubs: each one after an unconditional jump is called. */
 	if (in_plt(c, fe->lo)) {
@@ -2937,7 +3631,7 @@ static void analyse(struct sctx *c, struct fde_ent *fe, struct srow **rows, size
 			uint8_t prev = f.d->in[p].flow;
 			if (prev == SK_JUMP || prev == SK_IJUMP || prev == SK_RET || prev == SK_STOP) {
 				f.flag[i] |= FL_LEADER | FL_ENTRY;
-				merge_into(c, &f, i, e);
+				merge_into(c, &f, i, e, 0);
 			}
 		}
 	}

@@ -7,7 +7,10 @@
  * add/sub/inc/dec with an immediate, add/sub of a register or memory, and
  * with an immediate (realignment), xchg, cmov, cmp (for the jump-table
  * bound and the end of a probing loop), movsxd (jump-table entries), and
- * the control transfers. Every other instruction gives a new value to
+ * the control transfers; 32 bits wide (the upper half zeroed, for the
+ * index arithmetic of jump tables): mov, lea of base + displacement,
+ * add/sub/and of an immediate, shl, xchg; the sign extensions (movsxd,
+ * movsx of a register, cdqe). Every other instruction gives a new value to
  * each register it writes (Capstone's operand access and implicit writes;
  * syscall's rax, rcx, r11 and cmpxchg's rax, which Capstone 4 does not
  * list) and writes unknown bytes to each memory operand it writes. A
@@ -339,10 +342,23 @@ static void x86_decode_insn(struct build *b, const cs_insn *i)
 		}
 		return;
 	case X86_INS_LEA:
-		if (reg0 && mem1 && is_gpr(r0.reg) && r0.width == 8)
+		if (reg0 && mem1 && is_gpr(r0.reg) && r0.width == 8) {
 			mop(b, SK_MOP_ADDR, r0.reg, SK_NONE)->mem = mem_of(i, o1);
-		else
+		} else if (reg0 && mem1 && is_gpr(r0.reg) && r0.width == 4) {
+			/* lea eax, [r9 - 0x20]: the low half of base + disp (an
+			 * index, or an address that is no register's, is not
+			 * followed) */
+			struct sk_mem mm = mem_of(i, o1);
+			if (mm.base != SK_MEM_FAR && mm.index == SK_NONE) {
+				m = mop(b, SK_MOP_SET, r0.reg, mm.base);
+				m->imm = mm.disp;
+				m->flags = SK_F_W32;
+			} else {
+				generic(b, i);
+			}
+		} else {
 			generic(b, i);
+		}
 		return;
 	case X86_INS_ADD:
 	case X86_INS_SUB:
@@ -358,6 +374,13 @@ static void x86_decode_insn(struct build *b, const cs_insn *i)
 			} else {
 				generic(b, i);
 			}
+			return;
+		}
+		if (reg0 && r0.width == 4 && is_gpr(r0.reg) && imm1) {
+			/* 32 bits wide: the sum's low half, zero-extended */
+			m = mop(b, SK_MOP_SET, r0.reg, r0.reg);
+			m->imm = i->id == X86_INS_SUB ? -o1->imm : o1->imm;
+			m->flags = SK_F_W32;
 			return;
 		}
 		if (mem0 && imm1 && rmw_identity(i->id, o1->imm))
@@ -376,6 +399,12 @@ static void x86_decode_insn(struct build *b, const cs_insn *i)
 			mop(b, SK_MOP_AND, r0.reg, SK_NONE)->imm = o1->imm;
 			return;
 		}
+		if (reg0 && imm1 && r0.width == 4 && is_gpr(r0.reg)) {
+			m = mop(b, SK_MOP_AND, r0.reg, SK_NONE);
+			m->imm = (int64_t)((uint64_t)o1->imm & 0xffffffffull);
+			m->flags = SK_F_W32;
+			return;
+		}
 		if (mem0 && imm1 && rmw_identity(i->id, o1->imm))
 			return;
 		generic(b, i);
@@ -392,6 +421,12 @@ static void x86_decode_insn(struct build *b, const cs_insn *i)
 		if (reg0 && reg1 && is_gpr(r0.reg) && is_gpr(r1.reg) && r0.width == 8 &&
 		    r1.width == 8) {
 			mop(b, SK_MOP_XCHG, r0.reg, r1.reg);
+		} else if (reg0 && reg1 && is_gpr(r0.reg) && is_gpr(r1.reg) && r0.width == 4 &&
+			   r1.width == 4) {
+			/* both written 32 bits wide: swapped, then zero-extended */
+			mop(b, SK_MOP_XCHG, r0.reg, r1.reg);
+			mop(b, SK_MOP_ZEXT, r0.reg, r0.reg)->imm = 4;
+			mop(b, SK_MOP_ZEXT, r1.reg, r1.reg)->imm = 4;
 		} else if (reg0 != reg1 && (mem0 || mem1)) {
 			struct regmap r = reg0 ? r0 : r1;
 			const cs_x86_op *mo = mem0 ? o0 : o1;
@@ -414,8 +449,9 @@ static void x86_decode_insn(struct build *b, const cs_insn *i)
 				m->imm = r0.width == 8 ? o1->imm
 					: (int64_t)((uint64_t)o1->imm & ((1ull << (8 * r0.width)) - 1));
 				m->width = r0.width;
-			} else if (reg1 && r1.width == 8 && r0.width == 8 && is_gpr(r1.reg)) {
-				mop(b, SK_MOP_CMP, r0.reg, r1.reg)->width = 8;
+			} else if (reg1 && r1.width == r0.width && is_gpr(r1.reg)) {
+				/* flags from the low WIDTH bytes of both */
+				mop(b, SK_MOP_CMP, r0.reg, r1.reg)->width = r0.width;
 			}
 		} else if (mem0 && imm1 && o0->size >= 1 && o0->size <= 8) {
 			m = mop(b, SK_MOP_CMP, SK_NONE, SK_NONE);
@@ -442,6 +478,35 @@ static void x86_decode_insn(struct build *b, const cs_insn *i)
 			m = mop(b, SK_MOP_LOAD, r0.reg, SK_NONE);
 			m->mem = mem_of(i, o1);
 			m->flags = SK_F_SIGNED;
+		} else if (reg0 && reg1 && is_gpr(r0.reg) && is_gpr(r1.reg) && r0.width == 8 &&
+			   r1.width == 4) {
+			m = mop(b, SK_MOP_ZEXT, r0.reg, r1.reg);
+			m->imm = 4;
+			m->flags = SK_F_SIGNED;
+		} else {
+			generic(b, i);
+		}
+		return;
+	case X86_INS_MOVSX:
+		if (reg0 && reg1 && is_gpr(r0.reg) && is_gpr(r1.reg) && r0.width == 8 &&
+		    (r1.width == 1 || r1.width == 2)) {
+			m = mop(b, SK_MOP_ZEXT, r0.reg, r1.reg);
+			m->imm = r1.width;
+			m->flags = SK_F_SIGNED;
+		} else {
+			generic(b, i);
+		}
+		return;
+	case X86_INS_CDQE:
+		m = mop(b, SK_MOP_ZEXT, 0, 0); /* rax = eax, sign-extended */
+		m->imm = 4;
+		m->flags = SK_F_SIGNED;
+		return;
+	case X86_INS_SHL:
+		if (reg0 && imm1 && is_gpr(r0.reg) && (r0.width == 8 || r0.width == 4)) {
+			m = mop(b, SK_MOP_SHL, r0.reg, SK_NONE);
+			m->imm = o1->imm & (r0.width == 8 ? 63 : 31);
+			m->flags = r0.width == 4 ? SK_F_W32 : 0;
 		} else {
 			generic(b, i);
 		}
@@ -683,7 +748,7 @@ static void x86_decode(void *dec, const uint8_t *bytes, size_t len, uint64_t add
 	case X86_INS_MOV: case X86_INS_MOVABS: case X86_INS_MOVZX: case X86_INS_MOVSX:
 	case X86_INS_MOVSXD: case X86_INS_LEA: case X86_INS_NOP: case X86_INS_ENDBR64:
 	case X86_INS_PUSH: case X86_INS_POP: case X86_INS_MOVQ: case X86_INS_MOVD:
-	case X86_INS_NOT: case X86_INS_BSWAP: case X86_INS_XCHG:
+	case X86_INS_NOT: case X86_INS_BSWAP: case X86_INS_XCHG: case X86_INS_CDQE:
 		in->keeps_flags = 1; /* Intel SDM: "Flags affected: none" */
 		break;
 	default:

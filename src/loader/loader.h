@@ -187,4 +187,89 @@ BK_HIDDEN int ldr_inflate(const uint8_t *p, size_t len, bool is64, bool zdebug, 
 /* The GNU debuglink CRC32 (the same as zlib's crc32) of a buffer. */
 BK_HIDDEN uint32_t ldr_crc32(uint32_t crc, const uint8_t *buf, size_t len);
 
+/* jitdump files (ldr_jitdump.c): what a JIT says of the code it generated,
+ * for profilers. Read through SOURCE (a file, or bytes); each load and each
+ * move is one ldr_jd_code, in file order (SEQ). */
+#define LDR_JD_MAX_CODE ((size_t)1 << 22)
+#define LDR_JD_MAX_NAME 4096
+#define LDR_JD_MAX_LINES ((uint64_t)1 << 20)
+#define LDR_JD_MAX_ALL_LINES ((uint64_t)1 << 24)
+#define LDR_JD_MAX_UNWIND ((uint64_t)16 << 20)
+#define LDR_JD_MAX_SCAN 4096 /* entries a lookup looks back over */
+
+struct ldr_jd_line {
+	uint64_t addr;      /* where the line starts (at LINE_BASE's placement) */
+	uint32_t line, column;
+	const char *file;
+};
+
+struct ldr_jd_code {
+	uint64_t start, end;   /* the code's range */
+	uint64_t time;         /* the record's timestamp */
+	uint64_t index;        /* code_index */
+	const char *name;
+	uint64_t code_off;     /* file offset of the code bytes (HAS_CODE) */
+	bool has_code;
+	const uint8_t *eh;     /* its .eh_frame, EH_LEN bytes (0: none), which */
+	uint32_t eh_len;       /* were at EH_ADDR in the JIT's memory */
+	uint64_t eh_addr;
+	uint64_t line_base;    /* the start the debug entries were written for */
+	uint32_t line0, nlines; /* its debug entries in lines[] */
+	uint32_t seq;          /* in file order */
+};
+
+struct ldr_jitdump {
+	uint16_t machine;      /* e_machine */
+	uint32_t pid;
+	uint64_t time, flags;  /* header's; flags bit 0: an arch-specific clock */
+	struct ldr_jd_code *code;
+	size_t ncode;
+	struct ldr_jd_line *lines;
+	size_t nlines;
+	size_t nloads, nmoves, ndebug, nunwind; /* records used (unwind: with an .eh_frame) */
+	size_t records, skipped;        /* read; of kinds not known */
+	size_t moves_unknown, debug_dropped, unwind_dropped; /* records not used */
+	bool truncated, closed, limit;  /* cut at the end; a CLOSE record; a count bound */
+	int error;             /* the record that did not hold together (reading ended) */
+	uint64_t end_off;      /* where the reading ended */
+	uint64_t file_len;     /* the source's length when read */
+	/* Private to ldr_jitdump.c. */
+	size_t capcode, caplines, idxcap, idxn;
+	uint32_t *idx, *by_start;
+	uint64_t *max_end;
+	struct jd_chunk *arena;
+};
+
+struct ldr_jd_source {
+	int (*read)(void *ctx, uint64_t off, void *dst, size_t len);
+	void *ctx;
+	uint64_t len;
+};
+struct ldr_jd_mem {
+	const uint8_t *bytes;
+	size_t len;
+};
+BK_HIDDEN struct ldr_jd_source ldr_jd_memory(struct ldr_jd_mem *m);
+/* Whether PATH names a jitdump: a file jit-PID.dump (perf's rule: a JIT
+ * maps its jitdump, with PROT_EXEC, for perf to find it so); with
+ * DELETED, also as a live process's map shows one removed since. */
+BK_HIDDEN bool ldr_jitdump_name(const char *path, bool deleted);
+/* Read a jitdump: 0 and *OUT (what could be read: a record that does not
+ * hold together ends it, kept in ERROR); BK_E_UNSUPPORTED (not a jitdump,
+ * byte-swapped, a version not 1 or 2), BK_E_CORRUPT (a header that does
+ * not fit), BK_E_IO, BK_E_NOMEM. */
+BK_HIDDEN int ldr_jitdump_read(const struct ldr_jd_source *source, struct ldr_jitdump **out);
+/* The same from the file at PATH (its size when opened). */
+BK_HIDDEN int ldr_jitdump_open(const char *path, struct ldr_jitdump **out);
+BK_HIDDEN void ldr_jitdump_free(struct ldr_jitdump *jd);
+/* Build the lookup index (after reading). BK_E_NOMEM. */
+BK_HIDDEN int ldr_jitdump_index(struct ldr_jitdump *jd);
+/* The code holding ADDR among the first VIEW entries (file order): the
+ * latest that does, as it is what is there after them; NULL if none. */
+BK_HIDDEN const struct ldr_jd_code *ldr_jitdump_at(const struct ldr_jitdump *jd, uint64_t addr,
+						   size_t view);
+/* C's debug entry for ADDR (the last at or below it), or NULL. */
+BK_HIDDEN const struct ldr_jd_line *ldr_jitdump_line(const struct ldr_jitdump *jd,
+						     const struct ldr_jd_code *c, uint64_t addr);
+
 #endif

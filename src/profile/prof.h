@@ -139,6 +139,7 @@ struct prof_attr {
 	uint64_t sample_regs_user;
 	uint32_t sample_stack_user;
 	uint64_t sample_regs_intr;
+	int32_t clockid;       /* the clock of its times (use_clockid), -1: perf's own */
 	const char *name;      /* HEADER_EVENT_DESC or EVENT_UPDATE; NULL if none */
 	const uint64_t *ids;   /* the sample ids that name this event */
 	size_t nids;

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "profile/prof.h"
@@ -82,6 +83,10 @@ int prof_live_attr(struct perf_event_attr *attr, uint64_t freq_hz, bool kernel,
 	attr->exclude_callchain_kernel = !(kernel && kernel_callchain);
 	attr->exclude_hv = 1;
 	attr->sample_id_all = 1;
+	/* CLOCK_MONOTONIC, the clock JITs stamp their jitdumps with (perf
+	 * record -k mono): a JIT's code is then known as of each sample. */
+	attr->use_clockid = 1;
+	attr->clockid = CLOCK_MONOTONIC;
 	attr->mmap = 1;
 	attr->mmap2 = 1;
 	attr->comm = 1;

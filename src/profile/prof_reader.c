@@ -257,6 +257,7 @@ int prof_add_attr(struct prof_reader *r, const uint8_t *a, size_t avail, const u
 	p.branch_sample_type = attr_field(a, size, 72, 8);
 	p.sample_regs_user = attr_field(a, size, 80, 8);
 	p.sample_stack_user = (uint32_t)attr_field(a, size, 88, 4);
+	p.clockid = p.flags >> 25 & 1 ? (int32_t)attr_field(a, size, 92, 4) : -1; /* use_clockid */
 	p.sample_regs_intr = attr_field(a, size, 96, 8);
 	/* Fields this reader cannot place make every later sample unreadable. */
 	if ((p.sample_type & ~PROF_SAMPLE_KNOWN) || (p.read_format & ~PROF_FORMAT_KNOWN))
@@ -759,16 +760,11 @@ int prof_open_file(const char *path, struct prof_reader **out)
 	if (!path || !out)
 		return BK_E_INVAL;
 	*out = NULL;
-	/* A regular file only (a stream comes as a descriptor: prof_open_fd):
-	 * O_NONBLOCK so that a FIFO's open does not wait for a writer. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	/* A regular file only (a stream comes as a descriptor: prof_open_fd). */
+	uint64_t size;
+	int fd = base_open_regular(path, &size);
 	if (fd < 0)
-		return BK_E_IO;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return BK_E_IO;
-	}
+		return fd;
 	int err = prof_open_fd_opts(fd, true, 0, out);
 	if (err) {
 		close(fd);

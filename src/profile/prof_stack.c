@@ -39,12 +39,18 @@
  * a walk stopped early (the stack copy ended: BK_E_MEMORY; no module or
  * CFI: BK_E_NO_UNWIND; ...).
  *
+ * JIT code: a jitdump a process maps (perf's rule: a file jit-PID.dump in
+ * an MMAP record) is read into its space, as `perf inject --jit` would
+ * turn it into files ("JIT code: jitdumps" below).
+ *
  * Trusts its caller for: records in time order (the queue below), from one
  * reader.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "prof_stack.h"
 
@@ -60,8 +66,9 @@ struct sample_mem {
 };
 
 /* Memory as the walks see it: the stack copy, and the code of the
- * modules, read from their files (the fallbacks for code without CFI look
- * at instructions: the call before a return address, a prologue, a ret).
+ * modules, read from their files, and of JIT code, from its jitdump (the
+ * fallbacks for code without CFI look at instructions: the call before a
+ * return address, a prologue, a ret).
  * Nothing else: a file's writable data would be its initial values, not
  * the process's. */
 static int sample_read(void *ctx, uint64_t addr, void *dst, size_t len)
@@ -73,6 +80,8 @@ static int sample_read(void *ctx, uint64_t addr, void *dst, size_t len)
 		return 0;
 	}
 	const struct uw_module *mod = m->space ? uw_space_find(m->space, addr) : NULL;
+	if (!mod && m->space && m->space->jitdumps) /* JIT code: its load's bytes */
+		return uw_jitdump_code(m->space, addr, dst, len);
 	if (!mod || !mod->elf)
 		return BK_E_MEMORY;
 	const struct ldr_elf *l = mod->elf->ldr;
@@ -94,12 +103,30 @@ struct pmod {
 	char *path;
 	bool checked;          /* its build-id was held against a recorded one */
 	bool differs;          /* a hole: the file is not the one perf saw */
+	bool gone;             /* no file: anonymous memory mapped over what was
+				  there (a JIT's code where ld.so.cache was) */
+};
+
+/* A jitdump the process mapped (perf finds it so: a file jit-PID.dump
+ * mapped with PROT_EXEC), read into its space (bk_space_add_jitdump): its
+ * code named with lines and unwound by its .eh_frame sections. TIMED: the
+ * recording's clock is the jitdump's, so the space sees the JIT's code as
+ * it was at each sample's time; else all of it. Read again when it grew
+ * (a live recording: the JIT appends while samples come). */
+struct pjit {
+	char *path;
+	bool timed, failed;
+	uint64_t size;         /* when last read */
+	uint64_t looked;       /* the sample time (or count) of the last look at the size */
+	uint64_t until;        /* the view now */
 };
 
 struct proc {
 	int32_t pid;
 	char comm[32];
 	struct bk_space *space;
+	struct pjit *jits;
+	size_t njits;
 	struct sample_mem mem;
 	struct pmod *mods;
 	size_t nmods, cap;
@@ -122,6 +149,7 @@ struct opened {
 
 struct prof_stacks {
 	enum bk_arch arch;
+	int32_t clockid;       /* of the samples' times (prof_stacks_set_clock) */
 	struct opened *files;  /* sorted by path */
 	size_t nfiles, capfiles;
 	struct proc **procs;   /* sorted by pid */
@@ -140,6 +168,7 @@ int prof_stacks_new(enum bk_arch arch, struct prof_stacks **out)
 	if (!p)
 		return BK_E_NOMEM;
 	p->arch = arch;
+	p->clockid = -1;
 	*out = p;
 	return 0;
 }
@@ -149,6 +178,9 @@ static void proc_free(struct proc *pr)
 	if (!pr)
 		return;
 	bk_space_destroy(pr->space);
+	for (size_t i = 0; i < pr->njits; i++)
+		free(pr->jits[i].path);
+	free(pr->jits);
 	for (size_t i = 0; i < pr->nmods; i++)
 		free(pr->mods[i].path);
 	free(pr->mods);
@@ -230,6 +262,11 @@ static struct bk_elf *file_open(struct prof_stacks *p, const char *path)
 	files[lo] = (struct opened){ copy, elf };
 	p->nfiles++;
 	return uw_elf_ref(elf);
+}
+
+void prof_stacks_set_clock(struct prof_stacks *p, int32_t clockid)
+{
+	p->clockid = clockid;
 }
 
 bool prof_stacks_image(struct prof_stacks *p, const char *path, const uint8_t **bytes,
@@ -366,6 +403,8 @@ static bool overlaps(const struct pmod *a, const struct pmod *b)
 	return a->start < b->end && b->start < a->end;
 }
 
+static void jit_read(struct prof_stacks *p, struct proc *pr, struct pjit *j);
+
 /* Make PR's space again from its log: each module no later entry (module
  * or hole) overlaps, in order, as the records placed them. Cold: a file
  * that differs was found after modules were added. */
@@ -376,7 +415,7 @@ static int proc_rebuild(struct prof_stacks *p, struct proc *pr)
 		return BK_E_NOMEM;
 	for (size_t i = 0; i < pr->nmods; i++) {
 		const struct pmod *m = &pr->mods[i];
-		bool replaced = m->differs;
+		bool replaced = m->differs || m->gone;
 		for (size_t j = i + 1; j < pr->nmods && !replaced; j++)
 			replaced = overlaps(m, &pr->mods[j]);
 		if (replaced)
@@ -390,6 +429,8 @@ static int proc_rebuild(struct prof_stacks *p, struct proc *pr)
 	bk_space_destroy(pr->space);
 	pr->space = ns;
 	pr->map = ++p->maps;
+	for (size_t i = 0; i < pr->njits; i++)
+		jit_read(p, pr, &pr->jits[i]);
 	return 0;
 }
 
@@ -420,7 +461,7 @@ static int proc_map(struct prof_stacks *p, struct proc *pr, const struct pmod *m
 		return err;
 	}
 	pr->map = ++p->maps;
-	if (!m->differs)
+	if (!m->differs && !m->gone)
 		return uw_space_add(pr->space, m->start, m->end, m->base, m->path, elf);
 	bk_elf_close(elf);
 	for (size_t i = 0; i < pr->space->nmods; i++) {
@@ -439,7 +480,7 @@ static int proc_add_module(struct prof_stacks *p, struct proc *pr, uint64_t star
 {
 	if (end <= start)
 		return BK_E_INVAL;
-	struct pmod m = { start, end, base, (char *)path, false, false };
+	struct pmod m = { .start = start, .end = end, .base = base, .path = (char *)path };
 	struct bk_elf *elf = file_open(p, path); /* a module without a file still has a name */
 	const struct rec_bid *rb = len ? NULL : recorded_bid(p, path);
 	if (rb) {
@@ -512,9 +553,113 @@ static bool in_hole(const struct proc *pr, uint64_t addr)
 	if (uw_space_find(pr->space, addr))
 		return false;
 	for (size_t i = 0; i < pr->nmods; i++)
-		if (pr->mods[i].differs && addr - pr->mods[i].start < pr->mods[i].end - pr->mods[i].start)
-			return true;
+		if (pr->mods[i].differs && addr - pr->mods[i].start < pr->mods[i].end - pr->mods[i].start) {
+			/* ... and not mapped over since by anything else */
+			bool over = false;
+			for (size_t k = i + 1; k < pr->nmods && !over; k++)
+				over = overlaps(&pr->mods[i], &pr->mods[k]) &&
+				       addr - pr->mods[k].start < pr->mods[k].end - pr->mods[k].start;
+			if (!over)
+				return true;
+		}
 	return false;
+}
+
+/* ---- JIT code: jitdumps --------------------------------------------------- */
+
+#define JIT_CLOCK_SLACK ((uint64_t)10 * 1000000000u) /* ns: a jitdump made then */
+#define JIT_LOOK_EVERY ((uint64_t)50 * 1000000u)    /* ns of samples between looks */
+
+static uint64_t file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* J into PR's space, as of J->until. */
+static void jit_read(struct prof_stacks *p, struct proc *pr, struct pjit *j)
+{
+	(void)p;
+	if (j->failed)
+		return;
+	j->size = file_size(j->path);
+	/* (Of the same size, the reading stands: only its view moves.) */
+	if (bk_space_add_jitdump(pr->space, j->path, j->until, NULL) != 0)
+		j->failed = true;
+}
+
+/* PR mapped the jitdump PATH at time NOW (the recording's clock). The
+ * JIT made it just before: when its header's time is within
+ * JIT_CLOCK_SLACK of NOW in a recording on CLOCK_MONOTONIC (perf record
+ * -k mono, backstep record) and not an architecture's own clock, the two
+ * clocks are one, and the space follows the samples' time; otherwise
+ * (perf's default clock; node 20 stamps its jitdumps with the time of day
+ * in microseconds) all of it is taken, as for a live process. */
+static int proc_add_jitdump(struct prof_stacks *p, struct proc *pr, const char *path, uint64_t now)
+{
+	for (size_t i = 0; i < pr->njits; i++)
+		if (!strcmp(pr->jits[i].path, path))
+			return 0; /* mapped again (a second page): known */
+	struct pjit *v = realloc(pr->jits, (pr->njits + 1) * sizeof(*v));
+	if (!v)
+		return BK_E_NOMEM;
+	pr->jits = v;
+	struct pjit *j = &pr->jits[pr->njits];
+	*j = (struct pjit){ .path = strdup(path), .until = 0 };
+	if (!j->path)
+		return BK_E_NOMEM;
+	pr->njits++;
+	p->stats.jitdumps++;
+	j->size = file_size(path);
+	struct bk_jitdump_stats st = { .size = sizeof(st) };
+	if (bk_space_add_jitdump(pr->space, path, 0, &st) != 0) {
+		j->failed = true;
+		p->stats.jitdumps_unread++;
+		return 0;
+	}
+	uint64_t d = st.time > now ? st.time - now : now - st.time;
+	j->timed = p->clockid == CLOCK_MONOTONIC && !(st.flags & 1) && d < JIT_CLOCK_SLACK;
+	j->until = j->timed ? now : UINT64_MAX;
+	bk_space_jitdump_until(pr->space, j->until);
+	return 0;
+}
+
+/* Whether time NOW (of a recording on CLOCK_MONOTONIC) is about now: the
+ * recording is being made (backstep record), and its JIT writing. */
+static bool being_made(uint64_t now)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return (t > now ? t - now : now - t) < 1000000000u;
+}
+
+/* Before walking a sample of PR at time NOW: each jitdump's view moved to
+ * NOW, and read again if it grew since: looked at before each sample of a
+ * recording being made (code the JIT made just before it), else every
+ * JIT_LOOK_EVERY of samples' time, or every 1024 samples without times. */
+static void jit_update(struct prof_stacks *p, struct proc *pr, uint64_t now)
+{
+	for (size_t i = 0; i < pr->njits; i++) {
+		struct pjit *j = &pr->jits[i];
+		if (j->failed)
+			continue;
+		uint64_t tick = now ? now : p->stats.samples * (JIT_LOOK_EVERY / 1024);
+		if (tick - j->looked >= JIT_LOOK_EVERY || (j->timed && being_made(now))) {
+			j->looked = tick;
+			if (file_size(j->path) != j->size) {
+				if (j->timed)
+					j->until = now;
+				jit_read(p, pr, j);
+				p->stats.jitdump_reads++;
+				continue;
+			}
+		}
+		if (j->timed && now > j->until) {
+			j->until = now;
+			bk_space_jitdump_until(pr->space, now);
+		}
+	}
 }
 
 /* Mappings that are no file of code: perf names them in brackets or
@@ -523,6 +668,28 @@ static bool is_file(const char *name)
 {
 	return name[0] == '/' && strncmp(name, "/memfd:", 7) && strncmp(name, "//anon", 6) &&
 	       strncmp(name, "/dev/", 5);
+}
+
+/* A mapping of no file (anonymous memory: a JIT's code; a heap) of a
+ * process we know: what it overlaps is gone (perf records no munmap, and
+ * ld.so maps ld.so.cache, reads it and unmaps it, so a JIT's first code
+ * often lands where that "module" was: its frames were named by it and
+ * its perf map and jitdump never asked). */
+static int anon_mapping(struct prof_stacks *p, const struct prof_record *rec)
+{
+	struct proc *pr = rec->pid >= 0 ? proc_find(p, rec->pid) : NULL;
+	if (!pr || rec->mmap.len == 0 || rec->mmap.addr + rec->mmap.len < rec->mmap.addr)
+		return 0;
+	struct pmod m = { .start = rec->mmap.addr, .end = rec->mmap.addr + rec->mmap.len,
+			  .path = (char *)rec->mmap.filename, .gone = true };
+	bool hit = false;
+	for (size_t i = 0; i < pr->space->nmods && !hit; i++)
+		hit = pr->space->mods[i].start < m.end && m.start < pr->space->mods[i].end;
+	for (size_t i = 0; i < pr->nmods && !hit; i++)
+		hit = pr->mods[i].differs && overlaps(&pr->mods[i], &m);
+	if (!hit)
+		return 0; /* nothing to forget: not logged */
+	return proc_map(p, pr, &m, NULL);
 }
 
 int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
@@ -535,13 +702,16 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 		 * exec replaces it: ld.so maps a library's whole extent read-only
 		 * first, and when the ring buffer overflowed (LOST) that may be
 		 * all a recording has of it. */
-		if ((!is_file(rec->mmap.filename) && strcmp(rec->mmap.filename, "[vdso]")) ||
-		    (((rec->misc & PROF_MISC_MMAP_DATA) ||
-		      (rec->mmap.mmap2 && !(rec->mmap.prot & 4 /* PROT_EXEC */))) &&
-		     rec->mmap.pgoff != 0))
+		if (!is_file(rec->mmap.filename) && strcmp(rec->mmap.filename, "[vdso]"))
+			return anon_mapping(p, rec);
+		if (((rec->misc & PROF_MISC_MMAP_DATA) ||
+		     (rec->mmap.mmap2 && !(rec->mmap.prot & 4 /* PROT_EXEC */))) &&
+		    rec->mmap.pgoff != 0)
 			return 0;
 		if (rec->pid < 0 || !(pr = proc_get(p, rec->pid)))
 			return rec->pid < 0 ? 0 : BK_E_NOMEM;
+		if (ldr_jitdump_name(rec->mmap.filename, false))
+			return proc_add_jitdump(p, pr, rec->mmap.filename, rec->time);
 		p->stats.modules++;
 		/* The image's lowest PT_LOAD is at file offset 0 in every layout
 		 * ld and lld make, so it is mapped PGOFF below this mapping. */
@@ -578,6 +748,18 @@ int prof_stacks_event(struct prof_stacks *p, const struct prof_record *rec)
 				int err = proc_map(p, child, &pr->mods[i], elf);
 				if (err == BK_E_NOMEM)
 					return err;
+			}
+			/* And its JIT's code, as it was then. */
+			for (size_t i = 0; i < pr->njits; i++) {
+				struct pjit *v = realloc(child->jits, (child->njits + 1) * sizeof(*v));
+				char *path = v ? strdup(pr->jits[i].path) : NULL;
+				if (v)
+					child->jits = v;
+				if (!path)
+					return BK_E_NOMEM;
+				child->jits[child->njits] = pr->jits[i];
+				child->jits[child->njits].path = path;
+				jit_read(p, child, &child->jits[child->njits++]);
 			}
 		}
 		return 0;
@@ -617,6 +799,8 @@ int prof_stacks_walk(struct prof_stacks *p, const struct prof_record *rec, uint6
 	if (!pr && !(pr = proc_get(p, rec->pid))) /* samples of a process seen no MMAP of */
 		return BK_E_NOMEM;
 	w->comm = pr->comm;
+	if (pr->njits)
+		jit_update(p, pr, rec->time);
 	w->space = pr->space;
 	w->map = pr->map;
 	pr->mem = (struct sample_mem){ sp, s->stack ? s->stack_dyn_size : 0, s->stack, pr->space };

@@ -18,6 +18,9 @@ struct prof_stack_stats {
 	uint64_t modules;      /* executable file mappings added */
 	uint64_t build_id_differs; /* files not used: their build-id is not the
 				      one perf recorded (prof_stacks_differing) */
+	uint64_t jitdumps;     /* jitdumps processes mapped */
+	uint64_t jitdumps_unread; /* ... that could not be read */
+	uint64_t jitdump_reads; /* times one was read again, having grown */
 };
 
 /* How one sample's walk went. */
@@ -41,6 +44,10 @@ bool prof_stacks_image(struct prof_stacks *p, const char *path, const uint8_t **
 
 /* Processes of a recording of ARCH. Cold. */
 int prof_stacks_new(enum bk_arch arch, struct prof_stacks **out);
+/* The clock of the recording's times (perf_event_attr.clockid when
+ * use_clockid, else -1): a JIT's jitdump is followed in time when it is
+ * the jitdump's. */
+void prof_stacks_set_clock(struct prof_stacks *p, int32_t clockid);
 void prof_stacks_free(struct prof_stacks *p);
 /* A record that changes the processes (MMAP, COMM, FORK, EXIT) or says
  * which file perf saw (BUILD_ID: a HEADER_BUILD_ID record of a stream);

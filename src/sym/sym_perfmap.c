@@ -139,16 +139,11 @@ int sym_perfmap_parse(char *text, size_t len, struct sym_perfmap **out)
 int sym_perfmap_open(const char *path, struct sym_perfmap **out)
 {
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	uint64_t size;
+	int fd = base_open_regular(path, &size);
 	if (fd < 0)
-		return BK_E_IO;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return BK_E_IO;
-	}
-	size_t len = (uint64_t)st.st_size > SYM_PERFMAP_MAX_BYTES ? SYM_PERFMAP_MAX_BYTES
-								   : (size_t)st.st_size;
+		return fd;
+	size_t len = size > SYM_PERFMAP_MAX_BYTES ? SYM_PERFMAP_MAX_BYTES : (size_t)size;
 	char *text = base_alloc(len + 1);
 	if (!text) {
 		close(fd);
@@ -170,7 +165,7 @@ int sym_perfmap_open(const char *path, struct sym_perfmap **out)
 	int err = sym_perfmap_parse(text, got, out);
 	if (err)
 		base_free(text);
-	else if ((uint64_t)st.st_size > len)
+	else if (size > len)
 		(*out)->skipped++;
 	return err;
 }

@@ -97,9 +97,16 @@ int bk_space_set_perf_map(struct bk_space *s, const char *path)
 	return 0;
 }
 
-/* Code outside every file (JIT code): its name from the perf map, if any. */
+/* Code outside every file (JIT code): its name and line from a jitdump
+ * (bk_space_add_jitdump), else its name from the perf map, if any. */
 static int jit_name(struct bk_space *s, uint64_t addr, struct bk_symbol *out)
 {
+	struct uw_jd_symbol j;
+	if (uw_jitdump_symbol(s, addr, &j)) {
+		*out = (struct bk_symbol){ .function = j.name, .offset = addr - j.start,
+					   .file = j.file, .line = j.line, .column = j.column };
+		return 1;
+	}
 	struct sym_state *st = s->sym_state;
 	return st ? sym_perfmap_lookup(st->perfmap, addr, out) : 0;
 }

@@ -173,6 +173,44 @@ int64_t bk_elf_load_bias(const struct bk_elf *elf, uint64_t runtime_base)
 	return ldr_load_bias(elf->ldr, runtime_base);
 }
 
+/* The row at LINK (link-time) in table T; BK_E_NOT_FOUND past its FDEs. */
+static int table_row(const struct cfi_table *t, uint64_t link, struct bk_row *row)
+{
+	struct cfi_fde fde;
+	struct cfi_cie cie;
+	struct cfi_row r;
+	int err = cfi_table_find(t, link, &fde, &cie);
+	if (!err)
+		err = cfi_row_at(&t->sec, &cie, &fde, link, &r);
+	if (!err)
+		uw_row_export(&t->sec, &cie, &fde, &r, row);
+	return err;
+}
+
+int uw_space_row_at(struct bk_space *s, uint64_t pc, struct bk_row *row)
+{
+	uint64_t tag;
+	struct uw_pin pin;
+	const struct uw_module *m = uw_reg_find(s, pc, &tag, &pin);
+	bool pinned = m != NULL;
+	if (!m)
+		m = uw_space_find(s, pc);
+	if (!m) {
+		uw_unpin(&pin);
+		return BK_E_NOT_FOUND;
+	}
+	uint64_t link = pc - (uint64_t)m->bias;
+	const struct cfi_table *t[3] = { m->eh_table, m->debug_table, m->debug_file_table };
+	int err = m->eh_table || m->debug_table || m->debug_file_table ? BK_E_NOT_FOUND
+									 : BK_E_NO_UNWIND;
+	for (int k = 0; k < 3 && err == BK_E_NOT_FOUND; k++)
+		if (t[k])
+			err = table_row(t[k], link, row);
+	if (pinned)
+		uw_unpin(&pin);
+	return err;
+}
+
 int bk_elf_row_at(struct bk_elf *elf, uint64_t pc, struct bk_row *row)
 {
 	if (!elf || !row)

@@ -44,9 +44,16 @@ static void note_failure(struct bk_gdb_jit_stats *st, int err)
 		st->first_error = err;
 }
 
+/* The starts of the objects this reading added (to forget those the JIT
+ * took out of its list since the last one). */
+struct listed {
+	uint64_t *start;
+	size_t n, cap;
+};
+
 /* Add the object of one entry (SYMFILE, SIZE bytes in the target). */
 static void add_symfile(struct bk_space *s, uint64_t symfile, uint64_t size, uint64_t *total,
-			struct bk_gdb_jit_stats *st)
+			struct bk_gdb_jit_stats *st, struct listed *listed)
 {
 	if (!size || size > GJ_MAX_SYMFILE || size > GJ_MAX_TOTAL - *total) {
 		note_failure(st, BK_E_LIMIT);
@@ -69,7 +76,14 @@ static void add_symfile(struct bk_space *s, uint64_t symfile, uint64_t size, uin
 		 * (and its own entry in the symbol caches). */
 		char name[40];
 		snprintf(name, sizeof(name), "[jit 0x%" PRIx64 "]", im.start);
+		uint64_t start = im.start;
 		err = uw_image_add(s, &im, name);
+		uint64_t *v = err ? NULL : base_grow(listed->start, &listed->cap, listed->n + 1,
+						      sizeof(*v), 16);
+		if (v) {
+			listed->start = v;
+			v[listed->n++] = start;
+		}
 	}
 	base_free(buf);
 	if (err)
@@ -80,7 +94,7 @@ static void add_symfile(struct bk_space *s, uint64_t symfile, uint64_t size, uin
 
 /* Read the list of the descriptor at DESC. */
 static void read_descriptor(struct bk_space *s, uint64_t desc, uint64_t *total,
-			    struct bk_gdb_jit_stats *st)
+			    struct bk_gdb_jit_stats *st, struct listed *listed)
 {
 	uint8_t d[24];
 	if (bk_space_read(s, desc, d, sizeof(d)) != 0 || base_rd_le(d, 4) != 1)
@@ -103,7 +117,7 @@ static void read_descriptor(struct bk_space *s, uint64_t desc, uint64_t *total,
 			return;
 		}
 		st->entries++;
-		add_symfile(s, base_rd_le(ent + 16, 8), base_rd_le(ent + 24, 8), total, st);
+		add_symfile(s, base_rd_le(ent + 16, 8), base_rd_le(ent + 24, 8), total, st, listed);
 		prev = e;
 		e = base_rd_le(ent, 8);
 	}
@@ -137,7 +151,22 @@ int bk_space_add_gdb_jit(struct bk_space *s, struct bk_gdb_jit_stats *stats)
 			desc[nd++] = at;
 	}
 	uint64_t total = 0;
+	struct listed listed = { 0 };
 	for (size_t k = 0; k < nd; k++)
-		read_descriptor(s, desc[k], &total, stats);
+		read_descriptor(s, desc[k], &total, stats, &listed);
+	/* Objects read before and no longer listed (the JIT unregistered
+	 * them, gdb unloads them then): their modules go. Not when the list
+	 * broke: what lies past the break is not known to be gone. */
+	for (size_t i = s->nmods; !stats->truncated && !stats->failed && i-- > 0;) {
+		const struct uw_module *m = &s->mods[i];
+		if (!m->path || strncmp(m->path, "[jit 0x", 7))
+			continue;
+		bool still = false;
+		for (size_t k = 0; k < listed.n && !still; k++)
+			still = listed.start[k] == m->start;
+		if (!still && bk_space_remove_module_image(s, m->start) == 0)
+			stats->removed++;
+	}
+	base_free(listed.start);
 	return 0;
 }

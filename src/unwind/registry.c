@@ -257,8 +257,9 @@ static int eh_length(const uint8_t *p, uint64_t *len)
 	}
 }
 
-/* Every entry of SEC frames and decodes. */
-static int eh_check(const struct cfi_section *sec)
+/* Every entry of SEC frames and decodes; the terminator must end it
+ * (TERMINATED) or may (else: a section cut at its last FDE). */
+static int eh_check(const struct cfi_section *sec, bool terminated)
 {
 	uint64_t off = 0;
 	size_t nfde = 0;
@@ -283,7 +284,7 @@ static int eh_check(const struct cfi_section *sec)
 			return err;
 		off = e.next_off;
 	}
-	return BK_E_CORRUPT; /* no terminator within the length */
+	return terminated ? BK_E_CORRUPT : 0; /* no terminator within the length */
 }
 
 /* A registration of the same key or image start (under the lock). */
@@ -302,6 +303,9 @@ static struct uw_reg *find_key(struct uw_registry *g, const void *key, uint64_t 
 	}
 	return NULL;
 }
+
+static int reg_eh(struct bk_space *s, const void *key, const struct cfi_section *sec,
+		  uint64_t start, uint64_t end, bool terminated, bool within, const char *name);
 
 int bk_space_register_eh_frame(struct bk_space *s, const void *eh_frame, uint64_t start,
 			       uint64_t end)
@@ -329,7 +333,18 @@ int bk_space_register_eh_frame(struct bk_space *s, const void *eh_frame, uint64_
 		.addr_size = s->arch->addr_size,
 		.mem = { s->ops.read_mem, s->ctx },
 	};
-	if ((err = eh_check(&sec)))
+	return reg_eh(s, eh_frame, &sec, start, end, true, false, NULL);
+}
+
+/* Register SEC under KEY for [START, END) (START == END: its FDEs'
+ * range), a module named NAME (NULL: none); WITHIN: every FDE must lie
+ * inside [START, END). */
+static int reg_eh(struct bk_space *s, const void *key, const struct cfi_section *in,
+		  uint64_t start, uint64_t end, bool terminated, bool within, const char *name)
+{
+	struct cfi_section sec = *in;
+	int err;
+	if ((err = eh_check(&sec, terminated)))
 		return err == BK_E_LIMIT ? err : BK_E_CORRUPT;
 	struct cfi_table table;
 	if ((err = cfi_table_init(&table, &sec, NULL)))
@@ -337,6 +352,13 @@ int bk_space_register_eh_frame(struct bk_space *s, const void *eh_frame, uint64_
 	if (table.nbad) {
 		cfi_table_free(&table);
 		return BK_E_CORRUPT;
+	}
+	if (within) {
+		for (size_t i = 0; i < table.nindex; i++)
+			if (table.index[i].pc_begin < start || table.index[i].pc_end > end) {
+				cfi_table_free(&table);
+				return BK_E_NOT_FOUND; /* it does not describe this code */
+			}
 	}
 	if (start == end) {
 		if (table.nindex == 0) {
@@ -351,24 +373,26 @@ int bk_space_register_eh_frame(struct bk_space *s, const void *eh_frame, uint64_
 		}
 	}
 	struct uw_registry *g = get_registry(s, true);
-	if (!g) {
+	char *path = name ? base_strdup(name) : NULL;
+	if (!g || (name && !path)) {
 		cfi_table_free(&table);
 		return BK_E_NOMEM;
 	}
 	pthread_mutex_lock(g->lock);
 	struct uw_reg_chunk *ch;
-	struct uw_reg *r = find_key(g, eh_frame, 0) ? NULL : take_slot(g, &ch, &err);
+	struct uw_reg *r = find_key(g, key, 0) ? NULL : take_slot(g, &ch, &err);
 	if (!r) {
 		pthread_mutex_unlock(g->lock);
 		cfi_table_free(&table);
+		base_free(path);
 		return err ? err : BK_E_INVAL;
 	}
-	r->key = eh_frame;
+	r->key = key;
 	r->table = table;
 	memset(&r->mod, 0, sizeof(r->mod));
 	r->mod.start = start;
 	r->mod.end = end;
-	r->mod.path = NULL;
+	r->mod.path = path;
 	r->mod.eh_table = &r->table;
 	r->ftid = take_ftid(s, g, start, end);
 	publish(g, ch, r, start, end);
@@ -383,11 +407,34 @@ int bk_space_deregister_eh_frame(struct bk_space *s, const void *eh_frame)
 	uint32_t first;
 	if (tgt_local_read(NULL, (uint64_t)(uintptr_t)eh_frame, &first, 4) == 0 && first == 0)
 		return 0; /* libgcc: nothing was registered for it */
+	return uw_reg_remove_eh(s, eh_frame);
+}
+
+int uw_reg_add_eh(struct bk_space *s, const void *key, const uint8_t *data, size_t len,
+		  uint64_t addr, uint64_t start, uint64_t end, const char *name)
+{
+	if (!s || !key || !data || !len || end <= start)
+		return BK_E_INVAL;
+	if (len > EH_MAX_LEN)
+		return BK_E_LIMIT;
+	struct cfi_section sec = {
+		.data = data,
+		.len = len,
+		.addr = addr,
+		.is_eh = true,
+		.addr_size = s->arch->addr_size,
+		.mem = { s->ops.read_mem, s->ctx },
+	};
+	return reg_eh(s, key, &sec, start, end, false, true, name);
+}
+
+int uw_reg_remove_eh(struct bk_space *s, const void *key)
+{
 	struct uw_registry *g = get_registry(s, false);
 	if (!g)
 		return BK_E_NOT_FOUND;
 	pthread_mutex_lock(g->lock);
-	struct uw_reg *r = find_key(g, eh_frame, 0);
+	struct uw_reg *r = find_key(g, key, 0);
 	if (r)
 		unpublish(g, r);
 	pthread_mutex_unlock(g->lock);

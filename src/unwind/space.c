@@ -61,6 +61,7 @@ void bk_space_destroy(struct bk_space *s)
 	base_free(s->owned_ctx);
 	uw_steppers_destroy(s);
 	uw_reg_destroy(s);
+	uw_jitdump_destroy(s); /* the registrations used its bytes */
 	if (s->sym_state_free)
 		s->sym_state_free(s->sym_state);
 	base_free(s);
@@ -308,6 +309,13 @@ int bk_space_module_at(const struct bk_space *s, uint64_t addr, struct bk_module
 	}
 	m = s->local ? uw_local_find((struct bk_space *)s, addr, &tmp, &tmp_table, &tag)
 		     : uw_space_find(s, addr);
+	struct uw_jd_symbol j;
+	if (!m && uw_jitdump_symbol(s, addr, &j)) {
+		/* JIT code a jitdump describes without unwinding info: a module
+		 * of its own too, without CFI. */
+		*info = (struct bk_module_info){ .path = j.path, .start = j.start, .end = j.end };
+		return 0;
+	}
 	if (!m)
 		return BK_E_NOT_FOUND;
 	info->path = m->path;

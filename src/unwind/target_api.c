@@ -124,6 +124,42 @@ static void file_problem(struct bk_target *bt, const char *path, int err)
 		add_problem(bt, "%s: cannot be used: %s", path, bk_strerror(err));
 }
 
+/* The jitdump M maps: its code's names, lines and .eh_frame sections for
+ * the space (bk_space_add_jitdump), read now, while the target is
+ * stopped; through /proc/PID/map_files when the path does not open. */
+static void add_jitdump(struct bk_target *bt, const struct tgt_mapping *m, size_t *added)
+{
+	/* Named by its path, " (deleted)" left out. */
+	char name[4096];
+	size_t len = strlen(m->path);
+	static const char deleted[] = " (deleted)";
+	if (len >= sizeof(deleted) - 1 && !strcmp(m->path + len - (sizeof(deleted) - 1), deleted))
+		len -= sizeof(deleted) - 1;
+	snprintf(name, sizeof(name), "%.*s", (int)len, m->path);
+	struct bk_jitdump_stats st = { .size = sizeof(st) };
+	bool reread = false;
+	int err = uw_jitdump_add(bt->space, m->path, name, UINT64_MAX, &st, &reread);
+	if (err == BK_E_IO && bt->tgt->pid > 0) {
+		char alt[96];
+		snprintf(alt, sizeof(alt), "/proc/%d/map_files/%llx-%llx", bt->tgt->pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		err = uw_jitdump_add(bt->space, alt, name, UINT64_MAX, &st, &reread);
+	}
+	/* New code described: the caller's "modules added" (a validator sets
+	 * its entry breakpoints again). */
+	if (reread && added)
+		++*added;
+	if (err)
+		add_problem(bt, "%s: jitdump not used: %s", name,
+			    err == BK_E_IO ? "cannot read it" : bk_strerror(err));
+	else if (st.unwinding_failed)
+		add_problem(bt, "%s: jitdump: %u of %u .eh_frame sections not used (%s)", name,
+			    st.unwinding_failed, st.unwinding_info, bk_strerror(st.first_error));
+	else if (st.first_error)
+		add_problem(bt, "%s: jitdump read up to a record that does not hold together (%s)",
+			    name, bk_strerror(st.first_error));
+}
+
 /* Group the map into modules and add them to the space. With ONLY_NEW, a
  * module the space already has (same start, same path) is kept as it is;
  * *ADDED (may be NULL) counts the modules added. */
@@ -150,6 +186,13 @@ static int add_modules(struct bk_target *bt, bool only_new, size_t *added)
 		/* A path ("/usr/lib/...", or a core's EXE as the user gave it), not
 		 * "[vdso]", "[stack]" or anonymous. */
 		bool is_file = first->path[0] && first->path[0] != '[';
+		/* (Mapped executable by the JIT, for perf; a core may not say
+		 * how it was mapped.) */
+		if (is_file && ldr_jitdump_name(first->path, true)) {
+			add_jitdump(bt, first, added);
+			i = j;
+			continue;
+		}
 		bool is_vdso = strcmp(first->path, "[vdso]") == 0;
 		if (exec && (is_file || is_vdso) && only_new) {
 			const struct uw_module *have = uw_space_find(s, first->start);

@@ -311,6 +311,49 @@ struct uw_image {
 };
 BK_HIDDEN int uw_image_open(const struct bk_module_image *d, struct uw_image *im);
 BK_HIDDEN int uw_image_add(struct bk_space *s, struct uw_image *im, const char *name);
+/* Register the .eh_frame DATA (LEN bytes; kept, not copied: it must outlive
+ * the registration), whose bytes were at ADDR in the target (its pcrel
+ * pointers are relative to there), for the code [START, END), under KEY
+ * (any unique pointer), as a module named NAME (copied). Every FDE must
+ * lie inside [START, END) (BK_E_NOT_FOUND); the terminator may be
+ * missing. Remove it by KEY. Cold. Errors as bk_space_register_eh_frame's. */
+BK_HIDDEN int uw_reg_add_eh(struct bk_space *s, const void *key, const uint8_t *data, size_t len,
+			    uint64_t addr, uint64_t start, uint64_t end, const char *name);
+BK_HIDDEN int uw_reg_remove_eh(struct bk_space *s, const void *key);
+/* ---- jitdump files (jitdump.c) ---- */
+/* What the jitdumps of S say of ADDR in their views: 1 and *OUT (strings
+ * live as long as S), or 0. */
+struct uw_jd_symbol {
+	const char *path;      /* the jitdump's, as added */
+	const char *name;
+	uint64_t start, end;
+	const char *file;      /* NULL: no debug entry */
+	uint32_t line, column;
+	uint32_t seq;          /* the entry's place in its file: which code it is */
+};
+BK_HIDDEN int uw_jitdump_symbol(const struct bk_space *s, uint64_t addr, struct uw_jd_symbol *out);
+/* LEN bytes of the code at ADDR as a jitdump's load holds them (the code
+ * its view has there), read from the file: 0 or BK_E_MEMORY. For spaces
+ * whose memory holds no code (a profile's samples). Cold. */
+BK_HIDDEN int uw_jitdump_code(const struct bk_space *s, uint64_t addr, void *dst, size_t len);
+/* FN for each piece of code S's jitdumps describe now (in their views, not
+ * replaced by later code at its start): its range and the jitdump's path. */
+BK_HIDDEN void uw_jitdump_each(const struct bk_space *s,
+			       void (*fn)(void *ctx, uint64_t start, uint64_t end, const char *path),
+			       void *ctx);
+/* bk_space_add_jitdump reading PATH for the jitdump named NAME (its
+ * modules' path; the one an added jitdump replaces; one of the size the
+ * file still has is not read again). *REREAD (may be NULL): the file was
+ * read (new, or grown). */
+BK_HIDDEN int uw_jitdump_add(struct bk_space *s, const char *path, const char *name,
+			     uint64_t until, struct bk_jitdump_stats *stats, bool *reread);
+/* Free S's jitdumps (after its registrations). */
+BK_HIDDEN void uw_jitdump_destroy(struct bk_space *s);
+/* The CFI row a walk would use at runtime address PC of S (registered
+ * code first, then the module's tables in order): 0, BK_E_NOT_FOUND (no
+ * module, or no FDE covers PC), BK_E_NO_UNWIND (the module has no
+ * tables), or the decoder's error. Cold (a validator's report). */
+BK_HIDDEN int uw_space_row_at(struct bk_space *s, uint64_t pc, struct bk_row *row);
 /* Free every registration of S (cold: no walk may run). */
 BK_HIDDEN void uw_reg_destroy(struct bk_space *s);
 
@@ -406,6 +449,7 @@ struct bk_space {
 	 * process-wide one): user steppers, registered code. */
 	_Atomic(struct uw_steppers *) steppers;
 	_Atomic(struct uw_registry *) registry;
+	struct uw_jitdump *jitdumps; /* bk_space_add_jitdump (jitdump.c) */
 };
 
 static inline const struct uw_module *uw_reg_find(struct bk_space *s, uint64_t pc,

@@ -104,6 +104,8 @@ enum {
 	BP_ESCAPE = 2,           /* longjmp and kin: step all of it */
 	BP_ESCAPE_CALLEES = 4,   /* the exception unwinder: step it, its callees
 				  * run free */
+	BP_JIT = 8,              /* __jit_debug_register_code: a JIT listed code
+				  * for debuggers (the GDB JIT interface) */
 };
 
 struct bp {
@@ -445,15 +447,13 @@ static void rule_text(enum bk_arch arch, const struct bk_rule *rule, char *buf, 
  * FDE covers PC. */
 static char *row_at(struct run *r, uint64_t pc, bool *nocfi)
 {
-	const struct uw_module *m = uw_space_find(r->space, pc);
 	*nocfi = true;
-	if (!m)
+	struct bk_module_info mi;
+	if (bk_space_module_at(r->space, pc, &mi) != 0)
 		return base_strdup("no module");
+	/* Registered code (a jitdump's) first, as the walk finds it. */
 	struct bk_row row;
-	uint64_t link = pc - (uint64_t)m->bias;
-	int err = m->elf ? bk_elf_row_at(m->elf, link, &row) : BK_E_NO_UNWIND;
-	if (err && m->debug)
-		err = bk_elf_row_at(m->debug, link, &row);
+	int err = uw_space_row_at(r->space, pc, &row);
 	char buf[1024];
 	*nocfi = err == BK_E_NOT_FOUND || err == BK_E_NO_UNWIND;
 	if (err) {
@@ -539,12 +539,16 @@ static const char *base_name(const char *p)
 }
 
 /* Is --only NAME a module? A path, a shared object's file name, the
- * executable's file name or "[vdso]"; any other name is a function. */
+ * executable's file name, "[vdso]" or "[jit]" (JIT code a jitdump
+ * describes, or a JIT lists through the GDB JIT interface); any other
+ * name is a function. */
 static bool names_a_module(const struct run *r, const char *name)
 {
 	return strchr(name, '/') || strstr(name, ".so") || !strcmp(name, "[vdso]") ||
-	       (r->exe_path && !strcmp(name, base_name(r->exe_path)));
+	       !strcmp(name, "[jit]") || (r->exe_path && !strcmp(name, base_name(r->exe_path)));
 }
+
+
 
 /* Does module NAME name module PATH? A file name matches the path's last
  * component, also with a version after it: the map names the file a
@@ -555,6 +559,8 @@ static bool names_module(const char *name, const char *path)
 		return false;
 	if (!strcmp(name, path))
 		return true;
+	if (!strcmp(name, "[jit]")) /* a jitdump's code, a GDB JIT object's */
+		return ldr_jitdump_name(path, false) || !strncmp(path, "[jit 0x", 7);
 	if (strchr(name, '/'))
 		return false;
 	const char *b = base_name(path);
@@ -703,9 +709,12 @@ static void module_entries(struct run *r, const struct uw_module *m, bool whole,
 {
 	struct val_addrs a = { 0 };
 	uint64_t arrays[3][2], plt0 = 0;
+	bool image = m->path[0] == '['; /* a JIT's object: no file to read symbols from */
 	if (whole) {
 		fde_starts(m->elf, &a);
 		val_elf_entries(m->path, NULL, 0, &a, arrays, &plt0);
+	} else if (nfn && image) {
+		fde_starts(m->elf, &a); /* those of the named functions: is_checked below */
 	} else if (nfn) {
 		val_elf_entries(m->path, fnames, nfn, &a, arrays, &plt0);
 	}
@@ -740,6 +749,21 @@ static void module_entries(struct run *r, const struct uw_module *m, bool whole,
 	base_free(a.v);
 }
 
+/* JIT code is entered at the start of each piece a jitdump describes. */
+struct jit_entries {
+	struct run *r;
+	struct bp_list *out;
+};
+
+static void jit_entry(void *ctx, uint64_t start, uint64_t end, const char *path)
+{
+	struct jit_entries *je = ctx;
+	(void)end;
+	(void)path;
+	if (is_checked(je->r, start))
+		bp_list_add(je->out, start, start, BP_ENTRY);
+}
+
 /* (Re)build the entry and escape breakpoints from the modules now known:
  * kept where they were, set where new, forgotten where their module went
  * (its memory is not ours to write any more). */
@@ -755,7 +779,13 @@ static void rebuild_bps(struct run *r)
 	struct bp_list l = { 0 };
 	for (size_t i = 0; i < r->space->nmods; i++) {
 		const struct uw_module *m = &r->space->mods[i];
-		if (!m->path || !m->path[0] || m->path[0] == '[')
+		/* Where a JIT tells debuggers of new code: a breakpoint that
+		 * reads its list again (gdb's own). */
+		uint64_t reg;
+		if (m->elf && ldr_find_symbol(m->elf->ldr, "__jit_debug_register_code", -1, &reg) == 0)
+			bp_list_add(&l, reg + (uint64_t)m->bias, m->start, BP_JIT);
+		bool gdb_jit = m->path && !strncmp(m->path, "[jit 0x", 7); /* (an image) */
+		if (!m->path || !m->path[0] || (m->path[0] == '[' && !gdb_jit))
 			continue;
 		bool whole = false;
 		if (!r->o->nonly)
@@ -764,6 +794,8 @@ static void rebuild_bps(struct run *r)
 			whole = names_a_module(r, r->o->only[k]) && names_module(r->o->only[k], m->path);
 		module_entries(r, m, whole, fnames, nfn, &l);
 	}
+	struct jit_entries je = { r, &l };
+	uw_jitdump_each(r->space, jit_entry, &je);
 	sort_bps(l.v, l.n);
 	size_t n = 0;
 	for (size_t i = 0; i < l.n; i++) {
@@ -821,6 +853,19 @@ static void forget_bps(struct run *r)
 
 /* ---- The space of the current image -------------------------------------- */
 
+/* The objects a JIT lists for debuggers (the GDB JIT interface), read
+ * again: how many were added. */
+static unsigned gdb_jit(struct run *r)
+{
+	struct bk_gdb_jit_stats st = { .size = sizeof(st) };
+	if (!r->space)
+		return 0;
+	r->dops->space_invalidate(r->d); /* the list as it is now, not as cached */
+	if (bk_space_add_gdb_jit(r->space, &st) != 0)
+		return 0;
+	return st.added + st.removed;
+}
+
 static int open_space(struct run *r, int tid)
 {
 	int err = r->dops->space_open(r->d, tid, &r->space);
@@ -837,6 +882,7 @@ static int open_space(struct run *r, int tid)
 		r->exe_path = base_strdup(mi.path);
 	val_code_clear(&r->code);
 	r->maps_dirty = false;
+	gdb_jit(r);
 	rebuild_bps(r);
 	return 0;
 }
@@ -845,7 +891,7 @@ static void refresh_modules(struct run *r)
 {
 	size_t added = 0;
 	r->maps_dirty = false;
-	if (r->dops->space_refresh(r->d, &added) == 0 && added) {
+	if (r->dops->space_refresh(r->d, &added) == 0 && added + gdb_jit(r)) {
 		val_code_clear(&r->code);
 		r->res->stats.refreshes++;
 		rebuild_bps(r);
@@ -1193,8 +1239,16 @@ static void at_instruction(struct run *r, struct thread *t, const struct bk_regs
 	uint64_t pc = pc_of(r, u);
 	if (r->maps_dirty && r->space)
 		refresh_modules(r);
-	const struct val_code *c = code_at(r, pc);
 	const struct bp *b = r->nbps || r->nrbps ? find_bp(r, pc) : NULL;
+	if (b && (b->flags & BP_JIT) && gdb_jit(r)) {
+		/* A JIT is telling debuggers of new code (its list holds it
+		 * now): its modules and their entry breakpoints. */
+		val_code_clear(&r->code);
+		r->res->stats.refreshes++;
+		rebuild_bps(r);
+		b = find_bp(r, pc);
+	}
+	const struct val_code *c = code_at(r, pc);
 	if (b && (b->flags & (BP_ESCAPE | BP_ESCAPE_CALLEES)) &&
 	    (!t->nesc || sp_of(r, u) + r->arch->ra_size < t->esc_cfa[t->nesc - 1])) {
 		if (t->nesc == sizeof(t->esc_cfa) / sizeof(*t->esc_cfa))
@@ -1213,6 +1267,18 @@ static void at_instruction(struct run *r, struct thread *t, const struct bk_regs
 	r->dops->resume(r->d, t->tid, VAL_RESUME_STEP, sig);
 }
 
+/* Whether --only names JIT code ("[jit]"). Only then is the map read at
+ * a free thread's system call (the in-process driver sees such a call
+ * only at the thread's next stop, and the drivers check the same
+ * instructions otherwise). */
+static bool checks_jit(const struct run *r)
+{
+	for (size_t i = 0; i < r->o->nonly; i++)
+		if (!strcmp(r->o->only[i], "[jit]"))
+			return true;
+	return false;
+}
+
 /* A system-call stop of a free thread: the map may change; rt_sigreturn
  * pops the shadow stack to its signal marker and the thread steps on
  * from the restored context. */
@@ -1222,8 +1288,13 @@ static void on_syscall_stop(struct run *r, struct thread *t, const struct val_ev
 		t->sigreturning = ev->nr == r->arch->nr_rt_sigreturn;
 	} else if (maps_call(r, ev->nr)) {
 		/* At the exit: read at the entry, the map could be re-read
-		 * (for another thread) before the change is made. */
+		 * (for another thread) before the change is made. Read now
+		 * when JIT code is checked: code this free thread maps and
+		 * then runs (a JIT's, which its jitdump describes) needs its
+		 * entry breakpoints before the thread goes on. */
 		r->maps_dirty = true;
+		if (r->space && checks_jit(r))
+			refresh_modules(r);
 	} else if (t->sigreturning) {
 		struct bk_regs u;
 		if (r->dops->regs(r->d, t->tid, &u) != 0)

@@ -578,6 +578,64 @@ part_ijump:
 	.cfi_endproc
 	.size part_ijump, .-part_ijump
 
+	/* A CFA that is not the caller's SP (GHC's StgRun): the row says
+	 * CFA = rsp+0, the saves and the return address at positive offsets
+	 * from it, and gives rsp a rule of its own (val_expression rsp+312),
+	 * which is what the caller's SP is then. */
+	.p2align 4
+	.type ok_cfa_not_caller_sp, @function
+ok_cfa_not_caller_sp:
+	.cfi_startproc
+	subq $0x30, %rsp
+	.cfi_def_cfa_offset 56
+	movq %rsp, %rax
+	subq $0x100, %rsp
+	.cfi_def_cfa_offset 312
+	movq %rbx, (%rax)
+	.cfi_def_cfa rsp, 0
+	.cfi_offset rbx, 256
+	.cfi_offset rip, 304
+	.cfi_escape 0x16, 0x07, 0x03, 0x77, 0xb8, 0x02	/* val_expression rsp: rsp+312 */
+	call leaf
+	movq 256(%rsp), %rbx
+	addq $0x130, %rsp
+	.cfi_def_cfa rsp, 8
+	.cfi_offset rip, -8
+	.cfi_restore rbx
+	.cfi_restore rsp
+	ret
+	.cfi_endproc
+	.size ok_cfa_not_caller_sp, .-ok_cfa_not_caller_sp
+
+	/* The same, the caller's SP 8 bytes off. */
+	.p2align 4
+	.type lie_cfa_not_caller_sp, @function
+lie_cfa_not_caller_sp:
+	.cfi_startproc
+	subq $0x30, %rsp
+	.cfi_def_cfa_offset 56
+	movq %rsp, %rax
+	subq $0x100, %rsp
+	.cfi_def_cfa_offset 312
+	movq %rbx, (%rax)
+	.cfi_def_cfa rsp, 0
+	.cfi_offset rbx, 256
+	.cfi_offset rip, 304
+	.cfi_escape 0x16, 0x07, 0x03, 0x77, 0xb0, 0x02	/* lie: rsp+304 */
+M_lie_cfa_not_caller_sp_0:
+	call leaf
+M_lie_cfa_not_caller_sp_1:
+	movq 256(%rsp), %rbx
+M_lie_cfa_not_caller_sp_2:
+	addq $0x130, %rsp
+	.cfi_def_cfa rsp, 8
+	.cfi_offset rip, -8
+	.cfi_restore rbx
+	.cfi_restore rsp
+	ret
+	.cfi_endproc
+	.size lie_cfa_not_caller_sp, .-lie_cfa_not_caller_sp
+
 	/* A local pointer to the frame, its address given to a callee that
 	 * changes it: after the call it is not believed, so the store through
 	 * it is not taken for one into the return address's slot. */
@@ -659,7 +717,10 @@ part_expression:
 	/* A table indexed by a register bounded by a compare, but with
 	 * another conditional branch between: the compiler may know a
 	 * narrower range there and size the table by it (this one has two
-	 * entries; what follows it is no table). Not read: "indirect jump". */
+	 * entries; what follows it is no table). Such a bound is used only
+	 * when every entry up to it names an instruction of the function;
+	 * the third one here lies inside the movabs: not read, "indirect
+	 * jump". */
 	.p2align 4
 	.type part_stale_bound, @function
 part_stale_bound:

@@ -14,7 +14,8 @@ stack_plt.S  a shared object calling through the PLT, linked three ways
              (lazy, -z now, IBT PLTs): everything checked, the PLT too,
              no difference, exit status 0; `call abort@PLT` never returns
              (by the relocation's name), which a call to another name shows.
-Text output, and bad input: one stderr line and exit status 2.
+--max-findings caps the differences listed (the rest counted). Text output,
+and bad input: one stderr line and exit status 2.
 """
 import json
 import os
@@ -143,6 +144,18 @@ try:
           f"stack: summary {s}")
     check(s.get("checked", 0) + sum(s.get("not_checked", {}).values()) == s.get("instructions"),
           f"stack: checked + not checked != instructions: {s}")
+
+    # --max-findings: the differences listed are capped, the rest counted.
+    rc, out, err = run("--json", "--max-findings", "2", exe)
+    capped = [json.loads(l) for l in out.splitlines() if l.strip()]
+    listed = [r for r in capped if r["type"] == "finding" and r["kind"] == "stack"]
+    cs = [r for r in capped if r["type"] == "file"]
+    check(rc == 1 and len(listed) == 2 and cs and cs[0]["differences"] == len(markers) and
+          cs[0]["suppressed"] >= len(markers) - 2, f"stack --max-findings 2: {rc} {len(listed)} {cs}")
+    for bad in ("0", "-1", "2x", "", "100000001"):
+        rc, out, err = run("--max-findings", bad, exe)
+        check(rc == 2 and out == "" and err.startswith("backstep: --max-findings: "),
+              f"stack --max-findings {bad!r}: {rc} {out!r} {err!r}")
 
     # The text form.
     rc, out, err = run(exe)

@@ -3,8 +3,9 @@
 
     stack_fuzz.py BACKSTEP SRCDIR [ROUNDS]
 
-Three programs (stack.S static; stack_plt.S as a shared object; a small
-C++ program with landing pads, g++ -O2), and for AArch64 stack_a64.S and
+Four programs (stack.S and stack_tables.S static, the latter's jump tables
+and computed jumps in .rodata and .text; stack_plt.S as a shared object; a
+small C++ program with landing pads, g++ -O2), and for AArch64 stack_a64.S and
 the C++ program by aarch64-linux-gnu-g++ (required: scripts/setup.sh
 installs it), are damaged ROUNDS times each (default 150, a fixed seed):
 1 to 8 bytes overwritten (on AArch64, in .text, half the time a whole
@@ -70,6 +71,10 @@ try:
     subprocess.run(["gcc", "-nostdlib", "-static", "-o", exe, os.path.join(srcdir, "stack.S")],
                    check=True, capture_output=True)
     progs.append(exe)
+    tables = os.path.join(tmp, "stack_tables")
+    subprocess.run(["gcc", "-nostdlib", "-static", "-o", tables,
+                    os.path.join(srcdir, "stack_tables.S")], check=True, capture_output=True)
+    progs.append(tables)
     so = os.path.join(tmp, "plt.so")
     subprocess.run(["gcc", "-nostdlib", "-shared", "-o", so, os.path.join(srcdir, "stack_plt.S")],
                    check=True, capture_output=True)

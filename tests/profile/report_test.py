@@ -20,9 +20,9 @@ the validator, which single-steps them.
                wherever perf's own unwind reached the end of the stack (its
                last frame is _start, clone3/clone or start_thread) the user
                frames' function+offset equal perf's, frame for frame;
-               perf's kernel frames are left out (kallsyms may differ); a
-               program that forks (MIN_PROCESSES) must have had that many
-               processes compared;
+               perf's kernel frames are left out (kallsyms may differ); every
+               process perf has samples of is compared, and a program that
+               forks (MIN_PROCESSES) must have had that many;
   folded       the counts add up to the number of samples;
   json         one JSON object per sample, with its frames.
 
@@ -164,9 +164,9 @@ OUTERMOST = ("_start", "__clone3", "clone3", "clone", "start_thread", "__GI___cl
 WORK = "1500"
 
 # Programs whose samples must come from several processes, by fixture
-# shape (the program's name is fix_SHAPE_...): the parent and its three
-# children.
-MIN_PROCESSES = {"fork_children": 4}
+# shape (the program's name is fix_SHAPE_...): the parent and a child at
+# least (it forks three).
+MIN_PROCESSES = {"fork_children": 2}
 
 
 def fail(msg):
@@ -306,9 +306,14 @@ def check_program(perf, backstep, workdir, prog):
             or any(w != 20000 for _, w in stacks)):
         fail("%s: the speedscope file does not hold the %d samples (%d stacks)"
              % (name, len(theirs), len(stacks)))
+    # Every process perf has samples of is compared; a forking program must
+    # have had at least the parent and a child sampled. (Not all four: once
+    # here, with two test runs loading the machine, perf's recording held
+    # samples of only three of the processes, each 1.5 ms of work; all
+    # three were compared.)
     shape = next((k for k in MIN_PROCESSES if name.startswith("fix_" + k + "_")), None)
-    if shape and len(pids_compared) < MIN_PROCESSES[shape]:
-        fail("%s: samples compared in %d processes (%d with samples), expected %d"
+    if shape and (len(pids_compared) < len(pids) or len(pids_compared) < MIN_PROCESSES[shape]):
+        fail("%s: samples compared in %d processes (%d with samples), expected all, at least %d"
              % (name, len(pids_compared), len(pids), MIN_PROCESSES[shape]))
     if name == "vdso_loop" and in_vdso < 5:
         fail("%s: %d samples in the vDSO that perf unwound to the end, 5 wanted"

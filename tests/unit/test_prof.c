@@ -2040,6 +2040,35 @@ static void test_build_ids(void)
 		bb_free(&recs);
 		bb_free(&img);
 	}
+
+	/* Anonymous memory mapped where a file was (perf records no munmap:
+	 * ld.so's ld.so.cache, then a JIT's code there): the file's module is
+	 * gone there, and so is a hole; the child of a fork sees the same. */
+	{
+		struct bb recs = { 0 }, img = { 0 };
+		bid_mmap(&recs, 300, 0x10000000, b, NULL, 10);            /* B */
+		bid_mmap(&recs, 300, 0x20000000, a, wrong, 11);           /* a hole */
+		bid_sample(&recs, 300, 0x10000100, 20);                  /* 0: in B */
+		bid_sample(&recs, 300, 0x20000100, 21);                  /* 1: in the hole */
+		bid_mmap(&recs, 300, 0x10000000, "//anon", NULL, 30);
+		bid_mmap(&recs, 300, 0x20000000, "[anon:jit]", NULL, 31);
+		bid_sample(&recs, 300, 0x10000100, 40);                  /* 2: anonymous */
+		bid_sample(&recs, 300, 0x20000100, 41);                  /* 3: anonymous */
+		bid_fork(&recs, 301, 300, 50);
+		bid_sample(&recs, 301, 0x10000100, 60);                  /* 4: the child's */
+		build_pipe(&img, &attr, 1, "x86_64", &recs);
+		bid_read(&img, &o);
+		CHECK_INT(o.n, 5, "anonymous: samples");
+		CHECK(o.module[0] && !o.module[1] && o.frames[1] == 1 && o.reason[1] &&
+		      !strcmp(o.reason[1], "build-id differs"), "anonymous: B, then the hole");
+		CHECK(!o.module[2], "anonymous: B is gone where anonymous memory was mapped over it");
+		CHECK(!o.module[3] && (!o.reason[3] || strcmp(o.reason[3], "build-id differs")),
+		      "anonymous: the hole is gone too (%s)", o.reason[3] ? o.reason[3] : "-");
+		CHECK(!o.module[4], "anonymous: the child's B is gone there too");
+		CHECK(o.map[2] != o.map[0], "anonymous: the map changed");
+		bb_free(&recs);
+		bb_free(&img);
+	}
 }
 
 /* A file mapped by several processes, and twice by one, is opened once:
