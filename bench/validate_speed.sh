@@ -11,6 +11,9 @@
 # most of them in md5's loop), and `apt-config dump` checked in
 # libapt-pkg (call-heavy C++). The program's own output is discarded; the
 # JSON report is read from the end of the output.
+# With COMPARE_INPROC_LIB set to another build's libbackstep_inproc.so, an
+# "inproc-cmp" row runs the in-process driver with that library too, in
+# the same run (a before/after comparison on a machine whose load moves).
 set -eu
 B=${1:-build}
 BK=$B/tools/backstep
@@ -50,6 +53,11 @@ run() { # NAME [--only MODULE] PROGRAM...
 	"$BK" validate --json -q $only -- "$@" 2>/dev/null | report "$name" inproc
 	# shellcheck disable=SC2086
 	BACKSTEP_INPROC_STEP=tf "$BK" validate --json -q $only -- "$@" 2>/dev/null | report "$name" inproc-tf
+	if [ -n "${COMPARE_INPROC_LIB:-}" ]; then
+		# shellcheck disable=SC2086
+		BACKSTEP_INPROC_LIB=$COMPARE_INPROC_LIB "$BK" validate --json -q $only -- "$@" 2>/dev/null |
+			report "$name" inproc-cmp
+	fi
 }
 
 echo "== checked instructions per second"

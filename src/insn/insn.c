@@ -2,7 +2,7 @@
  *
  * The library is looked for once per process (pthread_once): the soname of
  * the ABI the headers describe, libcapstone.so.CS_API_MAJOR, else the
- * development link. Every function used is resolved up front; a library
+ * development link; or its functions are given (insn_provide). Every function used is resolved up front; a library
  * missing one counts as absent. The handle stays open to the end: the
  * functions are used until then.
  */
@@ -29,9 +29,28 @@ static struct {
 } cs;
 
 static pthread_once_t cs_once = PTHREAD_ONCE_INIT;
+static const struct insn_capstone *provided;
+
+void insn_provide(const struct insn_capstone *fns)
+{
+	provided = fns;
+}
 
 static void load_capstone(void)
 {
+	if (provided) {
+		cs.open = provided->open;
+		cs.option = provided->option;
+		cs.malloc = provided->malloc;
+		cs.free = provided->free;
+		cs.close = provided->close;
+		cs.disasm_iter = provided->disasm_iter;
+		cs.insn_group = provided->insn_group;
+		cs.reg_name = provided->reg_name;
+		cs.ok = cs.open && cs.option && cs.malloc && cs.free && cs.close && cs.disasm_iter &&
+			cs.insn_group && cs.reg_name;
+		return;
+	}
 	void *h = dlopen(CS_SONAME, RTLD_NOW | RTLD_LOCAL);
 	if (!h)
 		h = dlopen("libcapstone.so", RTLD_NOW | RTLD_LOCAL);

@@ -44,4 +44,20 @@ BK_HIDDEN void insn_text(struct insn_dec *d, const uint8_t *bytes, size_t len, u
  * link libcapstone.so). */
 BK_HIDDEN const char *insn_library(void);
 
+/* Capstone's functions from a library linked to the caller, used instead
+ * of loading one; before the first insn_open. (The in-process
+ * validator's preload library: a dlopen inside the program it checks
+ * would allocate with the program's malloc.) */
+struct insn_capstone {
+	__typeof__(cs_open) *open;
+	__typeof__(cs_option) *option;
+	__typeof__(cs_malloc) *malloc;
+	__typeof__(cs_free) *free;
+	__typeof__(cs_close) *close;
+	__typeof__(cs_disasm_iter) *disasm_iter;
+	__typeof__(cs_insn_group) *insn_group;
+	__typeof__(cs_reg_name) *reg_name;
+};
+BK_HIDDEN void insn_provide(const struct insn_capstone *fns);
+
 #endif

@@ -172,7 +172,13 @@ static int add_modules(struct bk_target *bt, bool only_new, size_t *added)
 		const struct tgt_mapping *first = &t->maps[i];
 		size_t j = i + 1;
 		bool exec = first->x;
-		while (j < t->nmaps && first->path[0] && strcmp(t->maps[j].path, first->path) == 0) {
+		/* One image's mappings: the same path, and no second start of
+		 * the file (offset 0 again is another image of it, or a
+		 * reader's map of the whole file: the in-process validator
+		 * maps the files it reads inside the process it checks, next
+		 * to their images, where it must not move their start). */
+		while (j < t->nmaps && first->path[0] && strcmp(t->maps[j].path, first->path) == 0 &&
+		       t->maps[j].offset != 0) {
 			exec |= t->maps[j].x;
 			j++;
 		}

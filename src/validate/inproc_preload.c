@@ -1,33 +1,32 @@
 /* The in-process driver, the program's side: a library preloaded into the
  * program (LD_PRELOAD, by val_inproc.c) that single-steps it from inside.
- * Each instruction of a stepped thread raises SIGTRAP in the program
- * itself (the trap flag, TF in EFLAGS, set in the context the SIGTRAP
- * handler returns to), and the handler hands the stop to the one checker
- * (val_run.c, through val_checker_event) as a driver's event; the checker
- * calls back into this driver's ops (val.h, "Drivers") as it would into
- * the ptrace driver's:
+ * Each step of a stepped thread ends in a SIGTRAP of the program itself
+ * (an int3 planted where the instruction goes, or the trap flag), or is
+ * made inside the handler without one (below, "Stepping by emulation");
+ * the handler hands each stop to the one checker (val_run.c, through
+ * val_checker_event) as a driver's event; the checker calls back into this
+ * driver's ops (val.h, "Drivers") as it would into the ptrace driver's:
  *
  *   op           here
- *   start, wait  nothing: the events are pushed from the handler
- *   resume       STEP plants int3s (or sets TF in the handler's ucontext),
- *                RUN and SYSCALLS clear TF; a thread on a breakpoint runs
- *                the instruction under it first, emulated or as a copy
- *                (below, "Off a breakpoint")
+ *   start, wait  nothing: the events are pushed from the handlers
+ *   resume       STEP emulates the instruction or plants int3s (or sets TF
+ *                in the handler's ucontext), RUN and SYSCALLS clear TF; a
+ *                thread on a breakpoint runs the instruction under it
+ *                first, emulated or as a copy (below, "Off a breakpoint");
+ *                with a signal: into the program's handler (below,
+ *                "Signals")
  *   interrupt    tgkill(SIGTRAP), known by its sender
  *   regs         the handler's ucontext
- *   read         process_vm_readv on ourselves (never faults), our
- *                breakpoints hidden
+ *   read         plain loads whose faults are taken back (below, "Reading
+ *                memory"), our breakpoints hidden
  *   insert_bp    int3 written into the code page, made writable (and kept
  *                executable) once
- *   catches      false: a program with a handler of its own is run again
- *                under ptrace (below)
+ *   catches      the program's table of actions (below)
  *   space_*      modules from a ptrace-less target over our own pid
- *                (uw_target_adopt: /proc/self/maps), memory read directly
- *                (the walked thread's stack) or by process_vm_readv,
- *                breakpoints hidden
+ *                (uw_target_adopt: /proc/self/maps), memory read as above
  *
  * What is not stepped: the kernel clears TF when it enters a signal
- * handler, so the handler, the checker, and every libc call the checker
+ * handler, so our handlers, the checker, and every libc call the checker
  * makes run at full speed; TF comes back with the context at sigreturn.
  * The int3s of a step are written when the checker is done and taken out
  * first thing at the next trap, before any libc call (errno's location
@@ -41,34 +40,37 @@
  * A trap is told by si_code: TRAP_TRACE is a step, SI_KERNEL with one of
  * our int3s a byte back a breakpoint (the PC is moved back onto it), a
  * tgkill from ourselves to a thread we interrupted a stop. Anything else is
- * the program's own SIGTRAP: the run ends with an error (it would have
- * killed the program anyway without a handler of its own).
+ * the program's own SIGTRAP: ignored where the program ignores it, else
+ * the run ends with an error (it would have killed the program anyway).
  *
  * Threads: each thread's TF is its own (in its own context); one lock
  * serializes the checker. pthread_create is wrapped: the new thread tells
  * the checker it exists (a stop in our wrapper, unchecked code: it runs
  * free, its stack a gap below the wrapper's frame, as a ptrace-followed
- * thread's stack is below libc's start_thread) and that it is gone.
- * Threads made by a raw clone system call inherit the TF of the clone's
- * context and are met at their first trap. A process the program forks
- * gets our breakpoints' original bytes back and stops checking
- * (pthread_atfork); a vfork child sharing our memory steps over the
- * breakpoints it meets, unchecked.
+ * thread's stack is below libc's start_thread) and that it is gone; it is
+ * born with every signal blocked until then. Threads made by a raw clone
+ * system call inherit the TF of the clone's context and are met at their
+ * first trap. A process the program forks gets our breakpoints' original
+ * bytes back and stops checking (pthread_atfork); a vfork child sharing
+ * our memory steps over the breakpoints it meets, unchecked.
  *
- * Signals: the checker would expect to step into handlers, and the kernel
- * enters them with TF clear. A program that installs a handler (sigaction,
- * signal and kin) sends a fallback message and dies: val_inproc.c runs it
- * again under ptrace. Blocking SIGTRAP (sigprocmask, pthread_sigmask)
- * would make the next step kill the program: SIGTRAP is taken out of
- * what the program blocks.
+ * Signals (below, "Signals"): the program's handlers are stepped into as
+ * ptrace steps into them; only a handler of SIGTRAP sends a fallback
+ * message and dies (val_inproc.c runs the program again under ptrace).
+ * Blocking SIGTRAP would make the next step kill the program: SIGTRAP is
+ * taken out of what the program blocks. The driver's own work runs with
+ * every other signal blocked (SIGSEGV and SIGBUS excepted: our reads'
+ * faults) and on a stack of its own, and allocates only from its private
+ * heap (inproc_heap.c): it may run on top of the program interrupted
+ * anywhere, inside malloc included.
  *
  * Maps: a free thread's system calls are not seen; the dynamic loader's
  * list of modules (_r_debug, read without its lock: a change is what is
  * looked for) and a count of the program's calls to mmap, munmap,
  * mprotect and mremap (wrapped below; calls made inside the handler are
- * the checker's and not counted) are compared at each breakpoint and
- * interrupt stop, and a change is reported as maps_changed. Stepped
- * threads' system calls are seen by the checker itself.
+ * the checker's and not counted) are compared at each breakpoint,
+ * interrupt and signal stop, and a change is reported as maps_changed.
+ * Stepped threads' system calls are seen by the checker itself.
  *
  * Results: a snapshot about once a second (the checker's progress
  * callback), and the last one at exit (an atexit handler registered before
@@ -80,6 +82,7 @@
  * val_inproc.c) only when its pid is ours.
  */
 #include <dlfcn.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -100,6 +103,7 @@
 #include <sched.h>
 
 #include "val.h"
+#include "inproc.h"
 
 #include "../insn/insn.h"
 #include "../target/target.h"
@@ -110,11 +114,59 @@
 #define MAX_THREADS 4096
 #define MAX_ONLY 64
 
-/* The next definition of NAME (libc's), found once. */
+/* The next definitions (the C library's) of what we interpose: found when
+ * the library starts (resolve_reals: never in a handler), or by a call
+ * made before that. */
+static struct {
+	void (*_exit)(int);
+	sighandler_t (*signal)(int, sighandler_t);
+	sighandler_t (*sysv_signal)(int, sighandler_t);
+	sighandler_t (*sigset)(int, sighandler_t);
+	int (*sigprocmask)(int, const sigset_t *, sigset_t *);
+	int (*pthread_sigmask)(int, const sigset_t *, sigset_t *);
+	int (*sigignore)(int);
+	int (*siginterrupt)(int, int);
+	int (*sighold)(int);
+	int (*sigblock)(int);
+	int (*sigsetmask)(int);
+	long (*syscall)(long, ...);
+	int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*munmap)(void *, size_t);
+	int (*mprotect)(void *, size_t, int);
+	void *(*mremap)(void *, size_t, size_t, int, ...);
+} real;
+
 #define REAL(name) \
-	static __typeof__(name) *real_##name; \
-	if (!real_##name) \
-		*(void **)&real_##name = dlsym(RTLD_NEXT, #name)
+	do { \
+		if (!real.name) \
+			*(void **)&real.name = dlsym(RTLD_NEXT, #name); \
+	} while (0)
+
+static void hide_environment(void);
+
+static void resolve_reals(void)
+{
+	REAL(_exit);
+	REAL(signal);
+	REAL(sysv_signal);
+	REAL(sigset);
+	REAL(sigprocmask);
+	REAL(pthread_sigmask);
+	REAL(sigignore);
+	REAL(siginterrupt);
+	REAL(sighold);
+	REAL(sigblock);
+	REAL(sigsetmask);
+	REAL(syscall);
+	REAL(pthread_create);
+	REAL(execve);
+	REAL(execvpe);
+	REAL(munmap);
+	REAL(mprotect);
+	REAL(mremap);
+}
 
 /* ---- State ---------------------------------------------------------------- */
 
@@ -152,6 +204,9 @@ struct ip_step {
 	uint16_t imm;            /* RET: bytes popped after the return address */
 	uint8_t rip_disp;        /* NEXT: offset of a RIP-relative disp32, 0 none,
 				  * 0xff one that cannot be moved */
+	bool syscall;            /* NEXT: the syscall instruction (rt_sigreturn
+				  * does not come back after it) */
+	struct ip_emu emu;       /* NEXT: made here, without a trap, when kind */
 };
 
 /* JCC conditions: 0-15 as the opcode's low nibble (jo .. jg), then: */
@@ -169,10 +224,29 @@ struct ip_thread {
 	unsigned nstep;
 	uint64_t want[2];        /* ... planned, written when the checker is done */
 	unsigned nwant;
+	uint64_t step_pc;        /* the instruction the planted int3s step */
 	uint64_t disp_from;      /* running a copy of the instruction there */
 	uint8_t disp_len;
 	bool emulated;           /* the instruction under an int3 was emulated: it
 				  * stands at the next one, to be reported */
+	unsigned chain;          /* steps emulated since the thread's last trap */
+	/* errno as the program has it, while the driver works in this
+	 * thread (its own calls may change the variable): what emulated
+	 * instructions read and write, what the thread gets back. */
+	int *errp, prog_errno;
+	/* Where the driver's stop lives on the thread's stack (the kernel's
+	 * frame, our frames below it): no emulated store goes there. */
+	struct ip_emu_guard guard;
+	/* Stepping rt_sigreturn: the frame's PC was made the thread's landing
+	 * int3 (below, "Stepping"); LAND is where it really returns to. */
+	uint64_t land;
+	/* Signals (below, "Signals"): the stop reported is a signal's
+	 * (SIGNALLED), and the checker's answer (DELIVER_SIG, 0: dropped;
+	 * DELIVER_HOW); HOLD: a step reported just before a signal's stop,
+	 * whose resume is not acted on (the signal comes first). */
+	bool signalled, hold;
+	int deliver_sig;
+	enum val_resume deliver_how;
 };
 
 static struct {
@@ -205,6 +279,7 @@ static struct {
 	uint8_t *scratch;        /* per thread record, 32 bytes: displaced copies */
 	atomic_flag lock;
 	int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+	int delivering;          /* the signal of the stop being reported */
 } g = { .lock = ATOMIC_FLAG_INIT };
 
 /* Calls of the program's to mmap, munmap, mprotect, mremap (below): the
@@ -213,10 +288,16 @@ static _Atomic uint64_t map_calls;
 
 static __thread struct ip_thread *self_th __attribute__((tls_model("initial-exec")));
 
+static long raw_syscall0(long nr);
+
+/* Taken only with every signal blocked but SIGTRAP (in a handler, or
+ * around the few calls made outside one: lock_outside), so that no
+ * handler of ours interrupts its holder; the wait makes no libc call (an
+ * int3 planted for a step may sit at any libc function). */
 static void lock(void)
 {
 	while (atomic_flag_test_and_set_explicit(&g.lock, memory_order_acquire))
-		sched_yield();
+		raw_syscall0(SYS_sched_yield);
 }
 
 static void unlock(void)
@@ -258,6 +339,35 @@ static int gettid_raw(void)
 	return (int)raw_syscall0(SYS_gettid);
 }
 
+static int getpid_raw(void)
+{
+	return (int)raw_syscall0(SYS_getpid);
+}
+
+/* What the driver blocks while it works: every signal but SIGTRAP (a trap
+ * met inside, below "nested_trap"), SIGSEGV and SIGBUS (a fault of our
+ * own memory reads, recovered: below, "Reading memory"). Bit SIG - 1 of the
+ * kernel's 64-bit set. */
+#define SIGBIT(sig) (1ull << ((sig) - 1))
+#define FAULTS (SIGBIT(SIGSEGV) | SIGBIT(SIGBUS))
+static const uint64_t all_but_trap = ~(SIGBIT(SIGTRAP) | FAULTS);
+
+/* The driver's work outside its handlers (thread starts and ends, exit,
+ * exec): signals blocked and the thread marked inside, as in a handler. */
+static void lock_outside(uint64_t *old)
+{
+	raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all_but_trap, (long)old, 8, 0, 0);
+	ip_inside++;
+	lock();
+}
+
+static void unlock_outside(const uint64_t *old)
+{
+	unlock();
+	ip_inside--;
+	raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, 8, 0, 0);
+}
+
 static struct ip_thread *find_th(int tid)
 {
 	for (size_t i = 0; i < g.nthreads; i++)
@@ -268,9 +378,15 @@ static struct ip_thread *find_th(int tid)
 
 /* The calling thread's record (made on first use; a slot of a thread that
  * is gone is reused by its tid). */
+static __thread int self_tid __attribute__((tls_model("initial-exec")));
+
 static struct ip_thread *self(void)
 {
-	int tid = gettid_raw();
+	/* The thread's id, asked once (a vfork child, which shares our
+	 * thread-local storage, never gets here: its pid is not ours). */
+	if (!self_tid)
+		self_tid = gettid_raw();
+	int tid = self_tid;
 	if (self_th && self_th->tid == tid)
 		return self_th;
 	struct ip_thread *th = find_th(tid);
@@ -281,6 +397,76 @@ static struct ip_thread *self(void)
 	if (th && th->tid != tid)
 		*th = (struct ip_thread){ .tid = tid };
 	return self_th = th;
+}
+
+/* ---- The program's signal actions ----------------------------------------
+ *
+ * The kernel holds our entry (ip_sig_entry, below "Signals") for every
+ * signal the program catches; this table holds the program's own actions,
+ * as the kernel would have held them (its struct k_sigaction: the mask's
+ * 64 bits, SIGKILL and SIGSTOP out of it), and is what the program reads
+ * back. Written under its lock with every signal blocked, read by the
+ * signal entry without it (a sequence count: no handler may wait for a
+ * lock its own thread holds). */
+
+struct ksa {
+	uint64_t handler;
+	uint64_t flags;
+	uint64_t restorer;
+	uint64_t mask;
+};
+
+#define KSIG_MAX 64
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000
+#endif
+
+static struct {
+	bool ready;              /* the table was filled (ip_init) */
+	struct ksa act[KSIG_MAX + 1];
+	uint64_t intr;           /* siginterrupt's signals (not SA_RESTART) */
+	uint64_t restore_rt;     /* the C library's sa_restorer */
+	atomic_flag lock;
+	_Atomic unsigned seq;
+} sigs = { .lock = ATOMIC_FLAG_INIT };
+
+static bool is_fn(uint64_t handler)
+{
+	return handler != (uint64_t)(uintptr_t)SIG_DFL && handler != (uint64_t)(uintptr_t)SIG_IGN;
+}
+
+static long raw_syscall6(long nr, long a, long b, long c, long d, long e, long f);
+
+/* The program's action for SIG as it stands. */
+static struct ksa sig_get(int sig)
+{
+	struct ksa a;
+	for (unsigned tries = 0;; tries++) {
+		unsigned seq = atomic_load_explicit(&sigs.seq, memory_order_acquire);
+		if ((seq & 1) && tries < 100000) {
+			raw_syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+			continue;
+		}
+		a = sigs.act[sig];
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&sigs.seq, memory_order_relaxed) == seq || tries >= 100000)
+			return a;
+	}
+}
+
+static void sig_write_begin(uint64_t *old)
+{
+	raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&(uint64_t){ ~0ull }, (long)old, 8, 0, 0);
+	while (atomic_flag_test_and_set_explicit(&sigs.lock, memory_order_acquire))
+		raw_syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+	atomic_fetch_add_explicit(&sigs.seq, 1, memory_order_acq_rel);
+}
+
+static void sig_write_end(const uint64_t *old)
+{
+	atomic_fetch_add_explicit(&sigs.seq, 1, memory_order_release);
+	atomic_flag_clear_explicit(&sigs.lock, memory_order_release);
+	raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, 8, 0, 0);
 }
 
 /* ---- Memory and breakpoints ----------------------------------------------- */
@@ -337,19 +523,121 @@ static struct ip_bp *bp_get(uint64_t addr)
 }
 
 /* Up to LEN bytes at ADDR, without faulting: how many. */
+/* ---- Reading memory ------------------------------------------------------
+ *
+ * Every read of the program's memory (the unwinder's, the decoder's, the
+ * stepping's) is a plain load that may fault: ip_probe_read copies, and a
+ * SIGSEGV or SIGBUS at its loads (our entry is the kernel's action for
+ * both while we check, below "Signals") resumes it at ip_probe_fail. A
+ * system call per read (process_vm_readv: 1.2 us on the project's VM,
+ * about one per checked instruction) costs more than the rest of a step's
+ * reading together. SIGSEGV and SIGBUS are never blocked while the driver
+ * works (all_but_trap), and unblocked at its entry where the program had
+ * them blocked. */
+int ip_probe_read(void *dst, const void *src, size_t len);
+void ip_probe_begin(void);
+void ip_probe_end(void);
+void ip_probe_fail(void);
+__asm__(".text\n"
+	".p2align 4\n"
+	".globl ip_probe_read\n"
+	".hidden ip_probe_read\n"
+	".type ip_probe_read,@function\n"
+	"ip_probe_read:\n"
+	"	.cfi_startproc\n"
+	"	mov %rdx, %rcx\n"
+	".globl ip_probe_begin\n"
+	".hidden ip_probe_begin\n"
+	"ip_probe_begin:\n"
+	"	cmp $8, %rcx\n"
+	"	jne 1f\n"
+	"	mov (%rsi), %rax\n"
+	"	mov %rax, (%rdi)\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	"1:	rep movsb\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	/* ip_probe_load(addr, size, out): one load of SIZE bytes. */
+	".globl ip_probe_load\n"
+	".hidden ip_probe_load\n"
+	"ip_probe_load:\n"
+	"	cmp $8, %esi\n"
+	"	je .Lload8\n"
+	"	cmp $4, %esi\n"
+	"	je .Lload4\n"
+	"	cmp $2, %esi\n"
+	"	je .Lload2\n"
+	"	movzbl (%rdi), %eax\n"
+	"	jmp .Lloaded\n"
+	".Lload2:	movzwl (%rdi), %eax\n"
+	"	jmp .Lloaded\n"
+	".Lload4:	mov (%rdi), %eax\n"
+	"	jmp .Lloaded\n"
+	".Lload8:	mov (%rdi), %rax\n"
+	".Lloaded:	mov %rax, (%rdx)\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	/* ip_probe_store(addr, size, value): one store of SIZE bytes. */
+	".globl ip_probe_store\n"
+	".hidden ip_probe_store\n"
+	"ip_probe_store:\n"
+	"	cmp $8, %esi\n"
+	"	je .Lstore8\n"
+	"	cmp $4, %esi\n"
+	"	je .Lstore4\n"
+	"	cmp $2, %esi\n"
+	"	je .Lstore2\n"
+	"	mov %dl, (%rdi)\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	".Lstore2:	mov %dx, (%rdi)\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	".Lstore4:	mov %edx, (%rdi)\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	".Lstore8:	mov %rdx, (%rdi)\n"
+	".globl ip_probe_end\n"
+	".hidden ip_probe_end\n"
+	"ip_probe_end:\n"
+	"	xor %eax, %eax\n"
+	"	ret\n"
+	".globl ip_probe_fail\n"
+	".hidden ip_probe_fail\n"
+	"ip_probe_fail:\n"
+	"	mov $-1, %eax\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".size ip_probe_read, .-ip_probe_read\n");
+
+/* Up to LEN bytes at ADDR, without faulting: how many (a prefix, page by
+ * page where the whole does not read). */
+/* Addresses no mapping can hold (below the kernel's lowest, mmap_min_addr,
+ * 64 KiB by default; above user space): failed without a fault. Walks
+ * guessing from leftover values (frame pointers, stack scans) ask for
+ * them often. */
+static bool never_mapped(uint64_t addr, size_t len)
+{
+	return addr < 0x10000 || addr >= 0x800000000000ull || len > 0x800000000000ull - addr;
+}
+
 static size_t raw_read(uint64_t addr, void *dst, size_t len)
 {
-	struct iovec local = { dst, len }, remote = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv(g.pid, &local, 1, &remote, 1, 0);
-	if (n < 0 && len > 1) {
-		/* A partial range fails whole on some kernels: byte by byte up
-		 * to the first unreadable page. */
-		size_t k = 0;
-		while (k < len && raw_read(addr + k, (uint8_t *)dst + k, 1) == 1)
-			k++;
-		return k;
+	if (never_mapped(addr, len))
+		return 0;
+	if (!len || ip_probe_read(dst, (const void *)(uintptr_t)addr, len) == 0)
+		return len;
+	size_t k = 0;
+	while (k < len) {
+		size_t n = 4096 - ((addr + k) & 4095);
+		if (n > len - k)
+			n = len - k;
+		if (ip_probe_read((uint8_t *)dst + k, (const void *)(uintptr_t)(addr + k), n) != 0)
+			break;
+		k += n;
 	}
-	return n < 0 ? 0 : (size_t)n;
+	return k;
 }
 
 /* What the program's memory holds under our int3s. */
@@ -463,6 +751,20 @@ static void restore_all(void)
  * the stepping thread has taken it out.
  */
 
+/* Stepping by emulation. A control transfer (jmp, jcc, loop, call, ret,
+ * direct or through a register or memory) changes nothing but the PC, SP
+ * and, for a call, the word it pushes, and decides nothing from what it
+ * does not read: made here on the trap's context, exactly as the CPU
+ * would (a read or the push that would fault is left to the program), its
+ * stop is reported at once, with no trap for it (a trap and its signal
+ * are about half a step's cost). Nothing is left out: the stop is the
+ * same as the trap's would be, and the checker walks it the same. At most
+ * EMULATE_CHAIN such steps in a row before the thread runs again (a loop
+ * of jumps must not keep it, and its pending signals and the other
+ * threads, in the handler). Not in BACKSTEP_INPROC_STEP=tf (which
+ * measures the trap flag). */
+#define EMULATE_CHAIN 64
+
 static struct ip_step *step_slot(uint64_t pc)
 {
 	if ((g.nsteps + 1) * 2 > g.steps_cap) {
@@ -569,22 +871,9 @@ static uint8_t jcc_condition(const uint8_t *b, size_t n)
 /* Is condition CC true in GR (rcx updated for loop)? */
 static bool cond(uint8_t cc, greg_t *gr)
 {
-	uint64_t f = (uint64_t)gr[REG_EFL];
-	bool cf = f & 1, pf = f & 4, zf = f & 0x40, sf = f & 0x80, of = f & 0x800;
-	bool r;
-	switch (cc & ~1) {
-	case 0: r = of; break;
-	case 2: r = cf; break;
-	case 4: r = zf; break;
-	case 6: r = cf || zf; break;
-	case 8: r = sf; break;
-	case 10: r = pf; break;
-	case 12: r = sf != of; break;
-	case 14: r = zf || sf != of; break;
-	default: r = false; break;
-	}
 	if (cc < 16)
-		return (cc & 1) ? !r : r;
+		return ip_emu_cond(cc, gr);
+	bool zf = (uint64_t)gr[REG_EFL] & 0x40;
 	if (cc == CC_JRCXZ)
 		return gr[REG_RCX] == 0;
 	gr[REG_RCX]--;
@@ -644,12 +933,14 @@ static void decode_step(struct ip_step *s)
 		}
 		return;
 	}
+	ip_emu_decode(i, &s->emu);
 	for (unsigned k = 0; k < x->op_count; k++)
 		if (x->operands[k].type == X86_OP_MEM && x->operands[k].mem.base == X86_REG_RIP)
 			s->rip_disp = x->encoding.disp_size == 4 && x->encoding.disp_offset ?
 					      x->encoding.disp_offset : 0xff;
 	if (i->id == X86_INS_SYSCALL) {
 		s->how = STEP_NEXT;
+		s->syscall = true;
 		return;
 	}
 	if (insn_in_group(g.dec, i, CS_GRP_INT) || insn_in_group(g.dec, i, CS_GRP_IRET) ||
@@ -729,6 +1020,7 @@ static bool plan(struct ip_thread *th, uint64_t pc, const greg_t *gr)
 	for (unsigned k = 0; k < n; k++)
 		th->want[k] = to[k];
 	th->nwant = n;
+	th->step_pc = pc;
 	return n > 0;
 }
 
@@ -862,8 +1154,12 @@ static bool emulate(struct ip_thread *th, const struct ip_step *s, greg_t *gr)
 		if (successors(s, gr, to) != 1)
 			return false;
 		if (s->call) {
+			/* The push may fault (a stack overflow): then the call
+			 * is the program's to make, and its fault with it. */
 			uint64_t sp = (uint64_t)gr[REG_RSP] - 8;
-			*(volatile uint64_t *)(uintptr_t)sp = next;
+			if (never_mapped(sp, 8) || (sp < th->guard.hi && sp + 8 > th->guard.lo) ||
+			    ip_probe_store(sp, 8, next) != 0)
+				return false;
 			gr[REG_RSP] = (greg_t)sp;
 		}
 		gr[REG_RIP] = (greg_t)to[0];
@@ -886,18 +1182,89 @@ static bool emulate(struct ip_thread *th, const struct ip_step *s, greg_t *gr)
 	return true;
 }
 
+/* Make S here, a control transfer or one of inproc_emu.c's: false when it
+ * is the program's to run. */
+static bool emulate_step(struct ip_thread *th, const struct ip_step *s, greg_t *gr)
+{
+	if (s->how == STEP_NEXT && s->emu.kind) {
+		/* With the program's errno in the variable: the instruction
+		 * may read or write it (errno = 0 before readdir), and ours
+		 * may have changed it meanwhile. */
+		if (th->errp)
+			*th->errp = th->prog_errno;
+		bool ok = ip_emu_run(&s->emu, s->pc + s->len, gr, &th->guard);
+		if (th->errp)
+			th->prog_errno = *th->errp;
+		if (!ok)
+			return false;
+		th->emulated = true;
+		return true;
+	}
+	return emulate(th, s, gr);
+}
+
+/* The decoded facts of the instruction at PC, or NULL. */
+static struct ip_step *step_at(uint64_t pc)
+{
+	struct ip_step *s = step_slot(pc);
+	if (s && !s->len && s->how == STEP_TF)
+		decode_step(s);
+	return s;
+}
+
 static bool run_under(struct ip_thread *th, uint64_t pc, greg_t *gr)
 {
 	if (g.step_tf)
 		return false;
-	struct ip_step *s = step_slot(pc);
+	struct ip_step *s = step_at(pc);
 	if (!s)
 		return false;
-	if (!s->len && s->how == STEP_TF)
-		decode_step(s);
-	if (s->how == STEP_NEXT)
-		return displace(th, s, gr);
-	return s->how != STEP_TF && emulate(th, s, gr);
+	if (s->how != STEP_TF && emulate_step(th, s, gr))
+		return true;
+	return s->how == STEP_NEXT && displace(th, s, gr);
+}
+
+/* Up to LEN bytes written at ADDR of our memory without faulting. */
+static bool raw_write(uint64_t addr, const void *src, size_t len)
+{
+	struct iovec local = { (void *)(uintptr_t)src, len }, remote = { (void *)(uintptr_t)addr, len };
+	return process_vm_writev(g.pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
+}
+
+/* The thread's landing int3 (below) in its scratch slot, after the room
+ * a displaced copy takes (16 bytes). */
+static uint64_t landing(struct ip_thread *th)
+{
+	uint8_t *slot = scratch_of(th);
+	return slot ? (uint64_t)(uintptr_t)slot + 31 : 0;
+}
+
+/* Stepping rt_sigreturn (the syscall instruction S, rax 15): the thread
+ * goes on at the PC saved in the signal frame at its SP, where neither
+ * an int3 planted (the code may be unwritable, or under another thread's
+ * lifted int3) nor the trap flag (the kernel returns into the restored
+ * context with the restored flags: it would stop one instruction late)
+ * stops it exactly. So the frame's saved PC is made the thread's landing
+ * int3 and its saved flags lose the trap flag; the landing's trap puts
+ * the thread where it was to go, which is the step's stop (ptrace's step
+ * over rt_sigreturn stops at the restored PC). The frame is consumed by
+ * the system call: nothing else reads it. */
+static bool sigreturn_step(struct ip_thread *th, const struct ip_step *s, const greg_t *gr)
+{
+	if (!s || !s->syscall || gr[REG_RAX] != SYS_rt_sigreturn)
+		return false;
+	uint64_t uc = (uint64_t)gr[REG_RSP];
+	uint64_t rip_at = uc + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]);
+	uint64_t efl_at = uc + offsetof(ucontext_t, uc_mcontext.gregs[REG_EFL]);
+	uint64_t to, efl, land = landing(th);
+	if (!land || raw_read(rip_at, &to, 8) != 8 || raw_read(efl_at, &efl, 8) != 8)
+		return false;
+	*(volatile uint8_t *)(uintptr_t)land = 0xcc;
+	efl &= ~TF;
+	if (!raw_write(efl_at, &efl, 8) || !raw_write(rip_at, &land, 8))
+		return false;
+	th->land = to;
+	return true;
 }
 
 /* Step TH (in the handler) off its PC, or run it: an int3 under the PC is
@@ -916,6 +1283,17 @@ static void step_off(struct ip_thread *th, enum val_resume how)
 	}
 	th->stepping = true;
 	th->then_run = how != VAL_RESUME_STEP;
+	th->step_pc = pc;
+	struct ip_step *s = step_at(pc);
+	if (how == VAL_RESUME_STEP && !on_bp && !g.step_tf && s && th->chain < EMULATE_CHAIN &&
+	    emulate_step(th, s, gr)) {
+		/* A control transfer made here: its stop comes next, without
+		 * a trap (below, "Stepping by emulation"). */
+		th->chain++;
+		gr[REG_EFL] &= ~(greg_t)TF;
+		return;
+	}
+	bool sigret = sigreturn_step(th, s, gr);
 	if (on_bp && run_under(th, pc, gr)) {
 		gr[REG_EFL] &= ~(greg_t)TF;
 		return; /* the copy's int3, or an emulated stop, comes next */
@@ -925,19 +1303,31 @@ static void step_off(struct ip_thread *th, enum val_resume how)
 		b->lifts++;
 		th->lifted = b->addr;
 	}
-	if (plan(th, pc, gr))
+	if (sigret) {
+		gr[REG_EFL] &= ~(greg_t)TF; /* the landing's int3 comes next */
+		th->nwant = 0;
+	} else if (plan(th, pc, gr)) {
 		gr[REG_EFL] &= ~(greg_t)TF;
-	else
+	} else {
 		gr[REG_EFL] |= (greg_t)TF;
+	}
 }
 
 static int ip_resume(struct val_driver *d, int tid, enum val_resume how, int sig)
 {
 	(void)d;
-	(void)sig; /* no signal is ever reported: nothing to pass on */
 	struct ip_thread *th = find_th(tid);
 	if (!th)
 		return BK_E_NOT_FOUND;
+	if (th->hold)
+		return 0; /* a signal's stop follows: the step is not made */
+	if (th->signalled) {
+		/* The answer to a signal's stop: on_signal delivers it. */
+		th->deliver_sig = sig;
+		th->deliver_how = how;
+		if (sig)
+			return 0;
+	}
 	if (!th->uc)
 		return 0; /* a stop outside the handler: it goes on at full speed */
 	unplant(th);
@@ -950,7 +1340,7 @@ static int ip_interrupt(struct val_driver *d, int tid)
 {
 	(void)d;
 	struct ip_thread *th = find_th(tid);
-	if (!th || syscall(SYS_tgkill, g.pid, tid, SIGTRAP) != 0)
+	if (!th || raw_syscall3(SYS_tgkill, g.pid, tid, SIGTRAP) != 0)
 		return BK_E_NOT_FOUND;
 	th->interrupted = true;
 	return 0;
@@ -1030,11 +1420,15 @@ static void ip_remove_bp(struct val_driver *d, uint64_t addr, bool restore)
 		b->inserted = false;
 }
 
+/* The signal being delivered is caught (its stop is reported only then,
+ * and SA_RESETHAND may have reset the table already); any other by the
+ * table. */
 static bool ip_catches(struct val_driver *d, int sig)
 {
 	(void)d;
-	(void)sig;
-	return false;
+	if (sig == g.delivering)
+		return true;
+	return sig > 0 && sig <= KSIG_MAX && sig != SIGTRAP && is_fn(sig_get(sig).handler);
 }
 
 /* The space's reads: the walked thread is the one in the handler, so its
@@ -1044,10 +1438,10 @@ static bool ip_catches(struct val_driver *d, int sig)
 static int space_read(void *ctx, uint64_t addr, void *dst, size_t len)
 {
 	(void)ctx;
-	int err = tgt_local_read(NULL, addr, dst, len);
-	if (!err)
-		overlay(addr, dst, len);
-	return err;
+	if (never_mapped(addr, len) || ip_probe_read(dst, (const void *)(uintptr_t)addr, len) != 0)
+		return BK_E_MEMORY;
+	overlay(addr, dst, len);
+	return 0;
 }
 
 static int ip_space_open(struct val_driver *d, int tid, struct bk_space **out)
@@ -1127,11 +1521,14 @@ static void finish(void)
 {
 	if (!g.active)
 		return;
-	lock();
-	send_snapshot(true);
-	restore_all();
-	g.active = false;
-	unlock();
+	uint64_t old;
+	lock_outside(&old);
+	if (g.active) {
+		send_snapshot(true);
+		restore_all();
+		g.active = false;
+	}
+	unlock_outside(&old);
 }
 
 /* Ask to be run under ptrace, and die (a program with a handler). */
@@ -1142,7 +1539,8 @@ __attribute__((noreturn)) static void fall_back(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	lock();
+	uint64_t old;
+	lock_outside(&old);
 	val_inproc_send_text(g.fd, 'F', why);
 	for (;;)
 		kill(g.pid, SIGKILL);
@@ -1170,7 +1568,6 @@ static void foreign_trap(siginfo_t *si, ucontext_t *uc)
  * instruction runs with the int3 lifted for one step by the trap flag
  * (another thread passing there meanwhile would pass unseen). */
 static __thread uint64_t nested_lift __attribute__((tls_model("initial-exec")));
-static __thread bool in_trap __attribute__((tls_model("initial-exec")));
 
 static void nested_trap(siginfo_t *si, ucontext_t *uc)
 {
@@ -1192,116 +1589,15 @@ static void nested_trap(siginfo_t *si, ucontext_t *uc)
 	}
 }
 
-static void on_trap(int sig, siginfo_t *si, void *ucv)
+/* Report stop EV of TH standing in context UC to the checker, and the
+ * stops of what it emulated off a breakpoint meanwhile (the thread then
+ * stands at the next instruction, which is the step's stop). */
+static void push(struct ip_thread *th, ucontext_t *uc, struct val_event ev)
 {
-	(void)sig;
-	ucontext_t *uc = ucv;
-	if (in_trap) {
-		nested_trap(si, uc);
-		return;
-	}
-	/* No libc call until this thread's own int3s are out (below): the
-	 * step may have planted one at the entry of any libc function, errno's
-	 * included. */
-	if (!g.active || (int)raw_syscall0(SYS_getpid) != g.pid) {
-		foreign_trap(si, uc);
-		return;
-	}
-	in_trap = true;
-	lock();
-	if (!g.active) {
-		in_trap = false;
-		unlock();
-		foreign_trap(si, uc);
-		return;
-	}
-	struct ip_thread *th = self();
-	if (!th) {
-		/* More live threads than records: this one is not checked. */
-		in_trap = false;
-		unlock();
-		foreign_trap(si, uc);
-		return;
-	}
-	greg_t *gr = uc->uc_mcontext.gregs;
-	uint64_t pc = (uint64_t)gr[REG_RIP];
-	end_lift(th);
-	struct val_event ev = { .tid = th->tid };
-	struct ip_bp *b;
-	int *errp = NULL, saved = 0;
-	if (th->disp_from && si->si_code == SI_KERNEL &&
-	    pc - 1 == (uint64_t)(uintptr_t)scratch_of(th) + th->disp_len) {
-		/* The copy ran (above, "Off a breakpoint"): as if the original had. */
-		gr[REG_RIP] = (greg_t)(th->disp_from + th->disp_len);
-		pc = th->disp_from + th->disp_len;
-		th->disp_from = 0;
-		if (th->then_run) {
-			th->then_run = th->stepping = false;
-			goto out;
-		}
-		ev.kind = VAL_EV_STEPPED;
-		goto event;
-	}
-	th->disp_from = 0;
-	if (si->si_code == TRAP_TRACE && th->stepping) {
-		if (th->then_run) {
-			th->then_run = th->stepping = false;
-			gr[REG_EFL] &= ~(greg_t)TF;
-			goto out;
-		}
-		ev.kind = VAL_EV_STEPPED;
-	} else if (si->si_code == SI_KERNEL && (b = bp_find(pc - 1)) != NULL) {
-		gr[REG_RIP] = (greg_t)(pc - 1);
-		if (planted(th, pc - 1)) {
-			unplant(th);
-			if (th->then_run) {
-				th->then_run = th->stepping = false;
-				goto out;
-			}
-			ev.kind = VAL_EV_STEPPED;
-		} else if (!b->wanted) {
-			goto out; /* another thread's step, or taken out meanwhile */
-		} else {
-			ev.kind = VAL_EV_BREAKPOINT;
-			ev.addr = pc - 1;
-		}
-	} else if (si->si_code == SI_TKILL && si->si_pid == g.pid && th->interrupted) {
-		th->interrupted = false;
-		ev.kind = VAL_EV_STOPPED;
-	} else if (si->si_code == TRAP_TRACE) {
-		gr[REG_EFL] &= ~(greg_t)TF; /* inherited through a clone */
-		goto out;
-	} else {
-		if (!g.res.error)
-			g.res.error = base_strdup("the program raised SIGTRAP itself: the in-process "
-						  "driver cannot tell it from its own (--driver ptrace)");
-		in_trap = false;
-		unlock();
-		finish();
-		struct sigaction dfl = { .sa_handler = SIG_DFL };
-		g.real_sigaction(SIGTRAP, &dfl, NULL);
-		raise(SIGTRAP);
-		return;
-	}
-event:
-	errp = &errno;
-	saved = *errp;
-	if (ev.kind != VAL_EV_STEPPED) {
-		uint64_t gen = link_gen() + atomic_load_explicit(&map_calls, memory_order_relaxed);
-		ev.maps_changed = gen != g.link_gen;
-		g.link_gen = gen;
-		if (ev.maps_changed && g.rwx) {
-			/* Pages may have gone (dlclose) and come back read-only. */
-			memset(g.rwx, 0, g.rwx_cap * sizeof(*g.rwx));
-			g.nrwx = 0;
-		}
-	}
 	th->uc = uc;
+	th->chain = 0;
 	th->stepping = false;
-	tgt_local_note_stack((uint64_t)gr[REG_RSP]);
 	val_checker_event(g.c, &ev);
-	/* An instruction emulated off a breakpoint: the thread stands at the
-	 * next one, which is the step's stop. */
 	while (th->emulated) {
 		th->emulated = false;
 		if (th->then_run) {
@@ -1313,13 +1609,632 @@ event:
 		val_checker_event(g.c, &ev);
 	}
 	th->uc = NULL;
+}
+
+/* Did the map change since the last stop that looked? */
+static bool maps_changed(void)
+{
+	uint64_t gen = link_gen() + atomic_load_explicit(&map_calls, memory_order_relaxed);
+	bool changed = gen != g.link_gen;
+	g.link_gen = gen;
+	if (changed && g.rwx) {
+		/* Pages may have gone (dlclose) and come back read-only. */
+		memset(g.rwx, 0, g.rwx_cap * sizeof(*g.rwx));
+		g.nrwx = 0;
+	}
+	return changed;
+}
+
+/* The program's own SIGTRAP (raise, kill, an int3 of its own): what its
+ * disposition says. A handler of its own is never installed while we
+ * check (it falls back to ptrace first); ignored, it is dropped; by
+ * default it ends the run, which the program's death would anyway. Called
+ * with the lock held; releases it. */
+static void own_trap(void)
+{
+	if (sig_get(SIGTRAP).handler == (uint64_t)(uintptr_t)SIG_IGN) {
+		ip_inside--;
+		unlock();
+		return;
+	}
+	if (!g.res.error)
+		g.res.error = base_strdup("the program raised SIGTRAP itself: the in-process "
+					  "driver cannot tell it from its own (--driver ptrace)");
+	send_snapshot(true);
+	restore_all();
+	g.active = false;
+	ip_inside--;
+	unlock();
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	g.real_sigaction(SIGTRAP, &dfl, NULL);
+	raise(SIGTRAP);
+}
+
+static void requeue_deferred(void);
+static struct ksa kernel_action(int sig, const struct ksa *a);
+void ip_sig_entry(void);
+void ip_sig_end(void);
+
+/* The checker's stack. The handlers run on whatever stack the thread was
+ * on, which may be a program's alternate signal stack of a few KiB, or a
+ * thread's stack near its end; the checker needs tens of KiB (a walk,
+ * a module read). Only the lock's holder runs it, so one stack serves
+ * every thread: switched to after lock() and back before unlock(). */
+#define CSTACK_LEN (1u << 20)
+static uint8_t *cstack_top;
+
+void ip_call_on(void (*fn)(void *), void *arg, void *top);
+__asm__(".text\n"
+	".p2align 4\n"
+	".globl ip_call_on\n"
+	".hidden ip_call_on\n"
+	".type ip_call_on,@function\n"
+	"ip_call_on:\n"
+	"	.cfi_startproc\n"
+	"	push %rbp\n"
+	"	.cfi_def_cfa_offset 16\n"
+	"	.cfi_offset %rbp, -16\n"
+	"	mov %rsp, %rbp\n"
+	"	.cfi_def_cfa_register %rbp\n"
+	"	mov %rdx, %rsp\n"
+	"	mov %rdi, %rax\n"
+	"	mov %rsi, %rdi\n"
+	"	call *%rax\n"
+	"	mov %rbp, %rsp\n"
+	"	pop %rbp\n"
+	"	.cfi_def_cfa %rsp, 8\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".size ip_call_on, .-ip_call_on\n");
+
+static void on_cstack(void (*fn)(void *), void *arg)
+{
+	if (cstack_top)
+		ip_call_on(fn, arg, cstack_top);
+	else
+		fn(arg);
+}
+
+static void make_cstack(void)
+{
+	long p = raw_syscall6(SYS_mmap, 0, CSTACK_LEN + 4096, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if ((unsigned long)p > -4096ul)
+		return; /* the handlers' own stacks, then */
+	raw_syscall3(SYS_mprotect, p, 4096, PROT_NONE); /* a guard below */
+	cstack_top = (uint8_t *)p + 4096 + CSTACK_LEN;
+}
+
+/* A trap of checked process, thread TH, lock held (on the checker's
+ * stack). */
+struct trap_args {
+	struct ip_thread *th;
+	siginfo_t *si;
+	ucontext_t *uc;
+	bool errno_kept;         /* out: TH->prog_errno is the thread's errno */
+	bool own;                /* out: the program's own SIGTRAP */
+};
+
+/* The kernel puts a handler's frame below the interrupted SP's red zone
+ * (128 bytes), its ucontext UC 8 bytes above the frame's start; our
+ * frames on that stack are below it, within STACK_SLACK. */
+#define STACK_SLACK 8192
+
+static void trap_stop(void *arg)
+{
+	struct trap_args *t = arg;
+	struct ip_thread *th = t->th;
+	siginfo_t *si = t->si;
+	ucontext_t *uc = t->uc;
+	greg_t *gr = uc->uc_mcontext.gregs;
+	uint64_t pc = (uint64_t)gr[REG_RIP];
+	th->guard.lo = (uint64_t)(uintptr_t)uc - 8 - STACK_SLACK;
+	th->guard.hi = (uint64_t)gr[REG_RSP] - 128;
+	end_lift(th);
+	struct val_event ev = { .tid = th->tid };
+	struct ip_bp *b;
+	if (th->land && si->si_code == SI_KERNEL && pc - 1 == landing(th)) {
+		/* Out of rt_sigreturn (above, "Stepping"): where it returned. */
+		gr[REG_RIP] = (greg_t)th->land;
+		th->land = 0;
+		th->disp_from = 0;
+		if (th->then_run) {
+			th->then_run = th->stepping = false;
+			return;
+		}
+		ev.kind = VAL_EV_STEPPED;
+		goto event;
+	}
+	if (th->disp_from && si->si_code == SI_KERNEL &&
+	    pc - 1 == (uint64_t)(uintptr_t)scratch_of(th) + th->disp_len) {
+		/* The copy ran (above, "Off a breakpoint"): as if the original had. */
+		gr[REG_RIP] = (greg_t)(th->disp_from + th->disp_len);
+		th->disp_from = 0;
+		if (th->then_run) {
+			th->then_run = th->stepping = false;
+			return;
+		}
+		ev.kind = VAL_EV_STEPPED;
+		goto event;
+	}
+	th->disp_from = 0;
+	if (si->si_code == TRAP_TRACE && th->stepping) {
+		if (th->then_run) {
+			th->then_run = th->stepping = false;
+			gr[REG_EFL] &= ~(greg_t)TF;
+			return;
+		}
+		ev.kind = VAL_EV_STEPPED;
+	} else if (si->si_code == SI_KERNEL && (b = bp_find(pc - 1)) != NULL) {
+		gr[REG_RIP] = (greg_t)(pc - 1);
+		if (planted(th, pc - 1)) {
+			unplant(th);
+			if (th->then_run) {
+				th->then_run = th->stepping = false;
+				return;
+			}
+			ev.kind = VAL_EV_STEPPED;
+		} else if (!b->wanted) {
+			return; /* another thread's step, or taken out meanwhile */
+		} else {
+			ev.kind = VAL_EV_BREAKPOINT;
+			ev.addr = pc - 1;
+		}
+	} else if (si->si_code == SI_TKILL && si->si_pid == g.pid && th->interrupted) {
+		th->interrupted = false;
+		ev.kind = VAL_EV_STOPPED;
+	} else if (si->si_code == TRAP_TRACE) {
+		gr[REG_EFL] &= ~(greg_t)TF; /* inherited through a clone */
+		return;
+	} else {
+		t->own = true;
+		return;
+	}
+event:
+	th->errp = &errno;
+	th->prog_errno = *th->errp;
+	t->errno_kept = true;
+	if (ev.kind != VAL_EV_STEPPED)
+		ev.maps_changed = maps_changed();
+	push(th, uc, ev);
 	if (th->nwant && !commit(th))
 		gr[REG_EFL] |= (greg_t)TF;
-out:
-	in_trap = false;
+}
+
+static void on_trap(int sig, siginfo_t *si, void *ucv)
+{
+	(void)sig;
+	ucontext_t *uc = ucv;
+	if (ip_inside) {
+		nested_trap(si, uc);
+		return;
+	}
+	uint64_t at = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+	if (at >= (uint64_t)(uintptr_t)ip_sig_entry && at < (uint64_t)(uintptr_t)ip_sig_end) {
+		/* The trap flag's trap of a step whose instruction raised a
+		 * signal (a step over tgkill): both were delivered at once, the
+		 * signal's frame first, so this one stands at our entry. The
+		 * entry reports the step as made (signal_stop). */
+		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)TF;
+		return;
+	}
+	/* No libc call until this thread's own int3s are out (trap_stop's
+	 * unplant, end_lift): the step may have planted one at the entry of
+	 * any libc function, errno's included. */
+	if (!g.active || getpid_raw() != g.pid) {
+		foreign_trap(si, uc);
+		return;
+	}
+	uint64_t program_mask;
+	memcpy(&program_mask, &uc->uc_sigmask, sizeof(program_mask));
+	if (program_mask & FAULTS) {
+		/* Blocked by the program (in its SIGSEGV handler): our reads
+		 * need them (above, "Reading memory"); sigreturn blocks them
+		 * again. */
+		uint64_t faults = FAULTS;
+		raw_syscall6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&faults, 0, 8, 0, 0);
+	}
+	ip_inside++;
+	lock();
+	struct ip_thread *th = g.active ? self() : NULL;
+	if (!th) {
+		/* Over, or more live threads than records: not checked. */
+		ip_inside--;
+		unlock();
+		foreign_trap(si, uc);
+		return;
+	}
+	struct trap_args t = { .th = th, .si = si, .uc = uc };
+	on_cstack(trap_stop, &t);
+	if (t.own) {
+		own_trap();
+		return;
+	}
+	ip_inside--;
 	unlock();
-	if (errp)
-		*errp = saved;
+	requeue_deferred();
+	if (t.errno_kept)
+		*th->errp = th->prog_errno;
+}
+
+/* ---- Signals ---------------------------------------------------------------
+ *
+ * The program's handlers are stepped as ptrace steps them: a caught
+ * signal is reported (VAL_EV_SIGNAL, the interrupted registers), and the
+ * checker's step with it stops at the handler's first instruction with
+ * the signal frame pushed (VAL_EV_STEPPED), from where the handler is
+ * stepped, or run free where it is not checked code, like any code.
+ *
+ * The kernel holds our entry, ip_sig_entry, for every signal the program
+ * catches, with the program's flags (SA_ONSTACK, SA_RESTART, SA_RESETHAND,
+ * SA_NODEFER: the kernel does what they say), its mask and its restorer,
+ * and SA_SIGINFO. So the kernel builds the very frame it would have built
+ * for the program's handler, and blocks what it would have blocked. The
+ * entry first blocks every other signal (the mask the kernel set is the
+ * handler's, kept for it), then reports to the checker, then enters the
+ * program's handler on that frame as the kernel would have: the
+ * registers of the interrupted context but the handler's PC, SP at the
+ * frame (its return address, the restorer), the signal number, siginfo
+ * and ucontext in rdi, rsi, rdx, rax 0, the direction, trap and resume
+ * flags clear, a fresh FPU state and the handler's mask, all made at once
+ * by an rt_sigreturn of a context built below the frame. The frame stays
+ * untouched for the handler (it may read or change the ucontext); its
+ * rt_sigreturn returns where the signal interrupted.
+ *
+ * Where the thread was: a step by int3s that had run (the signal came
+ * between the instruction and the trap after it), or a copy run off a
+ * breakpoint, or a landing out of rt_sigreturn, is first reported as the
+ * step it was (as ptrace reports the step before the signal); a step not
+ * made yet is abandoned (the checker steps it again after rt_sigreturn).
+ * The thread may be anywhere: in checked code, at full speed in the C
+ * library (inside malloc, holding its lock), in our own wrappers. So
+ * nothing here or in the checker uses the program's allocator or a lock
+ * the program may hold (inproc_heap.c, and lock() above).
+ *
+ * Signals during the driver's own work wait: its handlers (SIGTRAP's and
+ * this entry) run with every signal but SIGTRAP blocked, and are
+ * delivered when the thread is back in the program. One window remains:
+ * a second signal between the kernel's entry here and the block. That one
+ * is taken by a nested entry that sees where it interrupted, keeps its
+ * siginfo, blocks it in the interrupted entry's context, and leaves it
+ * for the first to queue again once it has entered its handler, where the
+ * kernel delivers it at the handler's first instruction (as it would
+ * have, the two arriving together).
+ *
+ * SIGTRAP is never the program's to block: the step of a handler would
+ * kill it. It is taken out of every handler's mask. */
+
+void ip_sig_entry(void);
+void ip_sig_blocked(void);
+void ip_sig_end(void);
+void ip_restore_rt(void);
+void ip_on_signal(int sig, siginfo_t *si, ucontext_t *uc, uint64_t mask);
+
+/* rdi, rsi, rdx: the kernel's; the stack at entry is 8 mod 16, the frame's
+ * return address on top. 24 bytes: the old mask, and the alignment.
+ *
+ * Our own returns (a signal dropped, deferred, or delivered by default)
+ * make the frame's rt_sigreturn here, as does our SIGTRAP handler's
+ * restorer (ip_restore_rt): never through the C library's restorer, the
+ * program's handlers' return, where the step of one of them may have
+ * planted an int3 (or the checker a return breakpoint). */
+__asm__(".text\n"
+	".p2align 4\n"
+	".globl ip_sig_entry\n"
+	".hidden ip_sig_entry\n"
+	".type ip_sig_entry,@function\n"
+	"ip_sig_entry:\n"
+	"	.cfi_startproc\n"
+	/* A fault of one of our reads: resumed at ip_probe_fail at once. */
+	"	cmp $11, %edi\n"                 /* SIGSEGV */
+	"	je 2f\n"
+	"	cmp $7, %edi\n"                  /* SIGBUS */
+	"	jne 3f\n"
+	"2:	cmpl $0, 8(%rsi)\n"              /* si_code: a fault's is > 0 */
+	"	jle 3f\n"
+	"	mov 168(%rdx), %rax\n"           /* uc_mcontext.gregs[REG_RIP] */
+	"	lea ip_probe_begin(%rip), %rcx\n"
+	"	cmp %rcx, %rax\n"
+	"	jb 3f\n"
+	"	lea ip_probe_end(%rip), %rcx\n"
+	"	cmp %rcx, %rax\n"
+	"	jae 3f\n"
+	"	lea ip_probe_fail(%rip), %rcx\n"
+	"	mov %rcx, 168(%rdx)\n"
+	"	lea 8(%rsp), %rsp\n"             /* the frame's ucontext */
+	"	mov $15, %eax\n"
+	"	syscall\n"
+	"	ud2\n"
+	"3:	sub $24, %rsp\n"
+	"	.cfi_def_cfa_offset 32\n"
+	"	mov %rdi, %r12\n"
+	"	mov %rsi, %r13\n"
+	"	mov %rdx, %r14\n"
+	"	mov $14, %eax\n"                  /* rt_sigprocmask */
+	"	xor %edi, %edi\n"                 /* SIG_BLOCK */
+	"	lea ip_all_but_trap(%rip), %rsi\n"
+	"	mov %rsp, %rdx\n"
+	"	mov $8, %r10d\n"
+	"	syscall\n"
+	".globl ip_sig_blocked\n"
+	".hidden ip_sig_blocked\n"
+	"ip_sig_blocked:\n"
+	"	mov %r12d, %edi\n"
+	"	mov %r13, %rsi\n"
+	"	mov %r14, %rdx\n"
+	"	mov (%rsp), %rcx\n"
+	"	call ip_on_signal\n"
+	"	add $32, %rsp\n"                /* the frame's ucontext */
+	"	mov $15, %eax\n"                 /* rt_sigreturn */
+	"	syscall\n"
+	"	ud2\n"
+	".globl ip_sig_end\n"
+	".hidden ip_sig_end\n"
+	"ip_sig_end:\n"
+	"	.cfi_endproc\n"
+	".size ip_sig_entry, .-ip_sig_entry\n"
+	/* Our SIGTRAP handler's restorer: the same system call. */
+	".p2align 4\n"
+	".globl ip_restore_rt\n"
+	".hidden ip_restore_rt\n"
+	".type ip_restore_rt,@function\n"
+	"ip_restore_rt:\n"
+	"	mov $15, %eax\n"
+	"	syscall\n"
+	"	ud2\n"
+	".size ip_restore_rt, .-ip_restore_rt\n");
+
+_Static_assert(offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]) == 168 &&
+		       offsetof(siginfo_t, si_code) == 8,
+	       "ip_sig_entry's offsets");
+
+/* For the entry's block (every signal but SIGTRAP and the faults). */
+const uint64_t ip_all_but_trap __attribute__((visibility("hidden"))) = ~(SIGBIT(SIGTRAP) | FAULTS);
+
+/* Signals a nested entry took in the window, for the interrupted entry to
+ * queue again. */
+#define MAX_DEFERRED 8
+static __thread struct {
+	unsigned n;
+	int sig[MAX_DEFERRED];
+	siginfo_t info[MAX_DEFERRED];
+	uint64_t added;          /* bits blocked by us in the interrupted context */
+} deferred __attribute__((tls_model("initial-exec")));
+
+static void defer(int sig, const siginfo_t *si, ucontext_t *uc)
+{
+	uint64_t *mask = (uint64_t *)(void *)&uc->uc_sigmask;
+	if (!(*mask & SIGBIT(sig))) {
+		*mask |= SIGBIT(sig);
+		deferred.added |= SIGBIT(sig);
+	}
+	if (deferred.n < MAX_DEFERRED) {
+		deferred.sig[deferred.n] = sig;
+		deferred.info[deferred.n++] = *si;
+	}
+}
+
+/* Queue the deferred signals again (they are blocked until the thread
+ * returns into the program). */
+static void requeue_deferred(void)
+{
+	for (unsigned i = 0; i < deferred.n; i++)
+		raw_syscall6(SYS_rt_tgsigqueueinfo, getpid_raw(), gettid_raw(), deferred.sig[i],
+			     (long)&deferred.info[i], 0, 0);
+	deferred.n = 0;
+}
+
+/* Into the context GR (the handler's entry: above) with MASK, at once:
+ * an rt_sigreturn of a frame built here, below the kernel's frame (whose
+ * ucontext UC gives the flags). The FPU state starts afresh (no fpstate),
+ * as the kernel starts a handler's. */
+__attribute__((noreturn)) static void enter(const greg_t *gr, const ucontext_t *uc, uint64_t mask)
+{
+	static __thread ucontext_t f __attribute__((tls_model("initial-exec")));
+	memset(&f, 0, sizeof(f));
+	f.uc_flags = uc->uc_flags;
+	/* The alternate stack as it is now, so that the return restores
+	 * nothing (SS_AUTODISARM left it disarmed for the handler). */
+	raw_syscall3(SYS_sigaltstack, 0, (long)&f.uc_stack, 0);
+	memcpy(f.uc_mcontext.gregs, gr, sizeof(f.uc_mcontext.gregs));
+	f.uc_mcontext.fpregs = NULL;
+	mask &= ~SIGBIT(SIGTRAP);
+	memcpy(&f.uc_sigmask, &mask, sizeof(mask));
+	requeue_deferred();
+	ip_inside--;
+	__asm__ volatile("mov %0, %%rsp\n\t"
+			 "mov $15, %%eax\n\t"
+			 "syscall\n\t"
+			 "ud2"
+			 :
+			 : "r"(&f)
+			 : "memory");
+	__builtin_unreachable();
+}
+
+/* The registers the kernel gives handler ACT of SIG: the interrupted
+ * context UC's, but for the PC, SP at the frame, the arguments and the
+ * flags. */
+static void entry_regs(int sig, siginfo_t *si, ucontext_t *uc, const struct ksa *act, greg_t *out)
+{
+	memcpy(out, uc->uc_mcontext.gregs, sizeof(uc->uc_mcontext.gregs));
+	out[REG_RIP] = (greg_t)act->handler;
+	out[REG_RSP] = (greg_t)((uintptr_t)uc - 8); /* the frame: the restorer on top */
+	out[REG_RDI] = sig;
+	out[REG_RSI] = (greg_t)(uintptr_t)si;
+	out[REG_RDX] = (greg_t)(uintptr_t)uc;
+	out[REG_RAX] = 0;
+	out[REG_EFL] &= ~(greg_t)(0x400 | TF | 0x10000); /* DF, TF, RF */
+}
+
+/* The default action of SIG, which the program's table says but our
+ * entry got (another thread changed it meanwhile): the kernel's default
+ * put back, and the signal queued again for it. */
+static void default_action(int sig, siginfo_t *si)
+{
+	struct ksa dfl = { .handler = (uint64_t)(uintptr_t)SIG_DFL };
+	raw_syscall6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
+	raw_syscall6(SYS_rt_tgsigqueueinfo, getpid_raw(), gettid_raw(), sig, (long)si, 0, 0);
+}
+
+/* A caught signal of thread TH, lock held (on the checker's stack): the
+ * step it was making, the signal's stop, and the handler's entry, into
+ * ENTRY. */
+struct sig_args {
+	struct ip_thread *th;
+	int sig;
+	ucontext_t *uc;
+	greg_t *entry;
+	bool deliver;            /* out: into the handler (else dropped) */
+};
+
+static void signal_stop(void *arg)
+{
+	struct sig_args *a = arg;
+	struct ip_thread *th = a->th;
+	greg_t *gr = a->uc->uc_mcontext.gregs;
+	uint64_t pc = (uint64_t)gr[REG_RIP];
+	/* The kernel's frame (with its FPU state, above the ucontext) and
+	 * our frames below it. */
+	th->guard.lo = (uint64_t)(uintptr_t)a->uc - 8 - STACK_SLACK;
+	th->guard.hi = (uint64_t)(uintptr_t)a->uc + STACK_SLACK;
+	end_lift(th);
+	bool done = false;
+	if (th->land && pc == landing(th)) {
+		gr[REG_RIP] = (greg_t)th->land;
+		done = true;
+	} else if (th->disp_from) {
+		uint64_t slot = (uint64_t)(uintptr_t)scratch_of(th);
+		if (pc == slot + th->disp_len) {
+			gr[REG_RIP] = (greg_t)(th->disp_from + th->disp_len);
+			done = true;
+		} else if (pc >= slot && pc < slot + th->disp_len) {
+			gr[REG_RIP] = (greg_t)th->disp_from; /* not run: run again later */
+		}
+	} else if (th->nstep && planted(th, pc) && pc != th->step_pc) {
+		done = true;
+	} else if (th->stepping && !th->nstep && pc != th->step_pc) {
+		done = true; /* by the trap flag: the instruction ran */
+	}
+	th->land = 0;
+	th->disp_from = 0;
+	unplant(th);
+	th->errp = &errno;
+	th->prog_errno = *th->errp;
+	if (done && th->then_run) {
+		th->then_run = false;
+	} else if (done) {
+		/* Reported as the step it was; the checker's next step is not
+		 * made: the signal's stop comes first. */
+		th->hold = true;
+		push(th, a->uc, (struct val_event){ .kind = VAL_EV_STEPPED, .tid = th->tid });
+		th->hold = false;
+	}
+	th->nwant = 0;
+	th->then_run = th->stepping = false;
+	gr[REG_EFL] &= ~(greg_t)TF;
+	/* The signal's stop. Without an answer (the checker is done with the
+	 * thread) it is delivered, the handler run free. */
+	th->signalled = true;
+	th->deliver_sig = a->sig;
+	th->deliver_how = VAL_RESUME_RUN;
+	g.delivering = a->sig;
+	push(th, a->uc, (struct val_event){ .kind = VAL_EV_SIGNAL, .tid = th->tid, .sig = a->sig,
+					    .maps_changed = maps_changed() });
+	th->signalled = false;
+	a->deliver = th->deliver_sig != 0;
+	if (!a->deliver) {
+		/* Dropped: the thread goes on as the checker resumed it. */
+		if (th->nwant && !commit(th))
+			gr[REG_EFL] |= (greg_t)TF;
+	} else if (th->deliver_how == VAL_RESUME_STEP) {
+		/* Into the handler: its first instruction is the step's stop.
+		 * Its stack is below the frame, where our entry's frames are
+		 * for now. */
+		th->guard.lo = (uint64_t)(uintptr_t)a->uc - 8 - STACK_SLACK;
+		th->guard.hi = (uint64_t)(uintptr_t)a->uc - 8;
+		static __thread ucontext_t at __attribute__((tls_model("initial-exec")));
+		memcpy(at.uc_mcontext.gregs, a->entry, sizeof(at.uc_mcontext.gregs));
+		push(th, &at, (struct val_event){ .kind = VAL_EV_STEPPED, .tid = th->tid });
+		if (th->nwant && !commit(th))
+			at.uc_mcontext.gregs[REG_EFL] |= (greg_t)TF;
+		memcpy(a->entry, at.uc_mcontext.gregs, sizeof(at.uc_mcontext.gregs));
+	}
+	g.delivering = 0;
+}
+
+void ip_on_signal(int sig, siginfo_t *si, ucontext_t *uc, uint64_t mask)
+{
+	uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+	bool fault = (sig == SIGSEGV || sig == SIGBUS) && si->si_code > 0;
+	if (fault && pc >= (uint64_t)(uintptr_t)ip_probe_begin &&
+	    pc < (uint64_t)(uintptr_t)ip_probe_end) {
+		/* One of our reads (above, "Reading memory"): it fails. */
+		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)ip_probe_fail;
+		return;
+	}
+	if (pc >= (uint64_t)(uintptr_t)ip_sig_entry && pc < (uint64_t)(uintptr_t)ip_sig_blocked) {
+		defer(sig, si, uc);
+		return;
+	}
+	if (ip_inside) {
+		/* SIGSEGV or SIGBUS (nothing else is let through) while the
+		 * driver works. Sent by someone: the program gets it when the
+		 * thread is back in it. A fault of the driver's own: its end,
+		 * as any crash (by the kernel's default action). */
+		if (fault) {
+			struct ksa dfl = { .handler = (uint64_t)(uintptr_t)SIG_DFL };
+			raw_syscall6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
+		} else {
+			defer(sig, si, uc);
+		}
+		return;
+	}
+	if (mask & FAULTS) {
+		/* The handler's mask blocks them; our reads need them. */
+		uint64_t faults = FAULTS;
+		raw_syscall6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&faults, 0, 8, 0, 0);
+	}
+	mask &= ~deferred.added;
+	deferred.added = 0;
+	ip_inside++;
+	struct ksa act = sig > 0 && sig <= KSIG_MAX ? sig_get(sig) : (struct ksa){ 0 };
+	if (!is_fn(act.handler)) {
+		/* Default, or a fault (which the kernel kills with even when
+		 * ignored): the kernel's action. Ignored: dropped. */
+		if (act.handler != (uint64_t)(uintptr_t)SIG_IGN || fault)
+			default_action(sig, si);
+		requeue_deferred();
+		ip_inside--;
+		return;
+	}
+	if (act.flags & SA_RESETHAND) {
+		/* The kernel reset its own action; the program's goes too. Ours
+		 * of SIGSEGV and SIGBUS stays (our reads' faults: the kernel
+		 * holds it without SA_RESETHAND, kernel_action). */
+		uint64_t old;
+		sig_write_begin(&old);
+		sigs.act[sig].handler = (uint64_t)(uintptr_t)SIG_DFL;
+		sig_write_end(&old);
+	}
+	static __thread greg_t entry[NGREG] __attribute__((tls_model("initial-exec")));
+	entry_regs(sig, si, uc, &act, entry);
+	if (!g.active || getpid_raw() != g.pid)
+		enter(entry, uc, mask); /* not checked here: straight in */
+	lock();
+	struct ip_thread *th = g.active ? self() : NULL;
+	if (!th) {
+		unlock();
+		enter(entry, uc, mask);
+	}
+	struct sig_args a = { .th = th, .sig = sig, .uc = uc, .entry = entry };
+	on_cstack(signal_stop, &a);
+	unlock();
+	*th->errp = th->prog_errno;
+	if (a.deliver)
+		enter(entry, uc, mask);
+	requeue_deferred();
+	ip_inside--;
 }
 
 /* ---- Start and end ------------------------------------------------------ */
@@ -1330,10 +2245,10 @@ static bool parse_env(void)
 	int pid, fd;
 	unsigned image, flags, max_frames;
 	if (!spec || sscanf(spec, "%d,%d,%u,%u,%u", &pid, &fd, &image, &flags, &max_frames) != 5 ||
-	    (pid != (int)syscall(SYS_getpid) && pid != 0))
+	    (pid != getpid_raw() && pid != 0))
 		return false;
 	if (pid == 0) /* by hand, for debugging: any process */
-		pid = (int)syscall(SYS_getpid);
+		pid = getpid_raw();
 	g.pid = pid;
 	g.fd = fd;
 	g.image = image;
@@ -1361,12 +2276,17 @@ static bool parse_env(void)
 
 static void on_fork_child(void)
 {
+	self_tid = 0;
+	self_th = NULL;
+	/* Copies of locks another thread may have held at the fork. */
+	atomic_flag_clear(&sigs.lock);
+	ip_heap_after_fork();
 	if (!g.active)
 		return;
 	g.active = false;
 	restore_all();
 	close(g.fd);
-	unlock(); /* a copy of the parent's, maybe held by another thread */
+	unlock();
 }
 
 /* The end of the program: after the destructors (_dl_fini is registered
@@ -1381,32 +2301,143 @@ static void at_exit(void *arg)
  * library, whose destructor would run it, before the other libraries'. */
 extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 
+static long raw_rt_sigaction(int sig, const struct ksa *act, struct ksa *old)
+{
+	return raw_syscall6(SYS_rt_sigaction, sig, (long)act, (long)old, 8, 0, 0);
+}
+
+/* Our entry for the program's action A (a handler) of SIG, as the kernel
+ * is to hold it: the program's flags, mask and restorer (the kernel
+ * builds the frame and blocks what it would for the handler), siginfo for
+ * us, and SIGTRAP never blocked. */
+static struct ksa entry_action(const struct ksa *a)
+{
+	struct ksa k = *a;
+	k.handler = (uint64_t)(uintptr_t)ip_sig_entry;
+	k.flags |= SA_SIGINFO;
+	k.mask &= ~SIGBIT(SIGTRAP);
+	return k;
+}
+
+/* What the kernel is to hold for the program's action A of SIG: our entry
+ * for a handler; for SIGSEGV and SIGBUS always (our reads' faults come to
+ * it, above "Reading memory"; the program's default or ignore is done
+ * there); anything else as the program has it. */
+static struct ksa kernel_action(int sig, const struct ksa *a)
+{
+	if (is_fn(a->handler)) {
+		struct ksa k = entry_action(a);
+		/* Not reset by the kernel: every fault of our reads comes to
+		 * this entry, and the program's SA_RESETHAND is done by the
+		 * entry itself (ip_on_signal). */
+		if (sig == SIGSEGV || sig == SIGBUS)
+			k.flags &= ~(uint64_t)SA_RESETHAND;
+		return k;
+	}
+	if (sig == SIGSEGV || sig == SIGBUS)
+		return (struct ksa){ .handler = (uint64_t)(uintptr_t)ip_sig_entry,
+				     .flags = SA_SIGINFO | SA_RESTORER,
+				     .restorer = (uint64_t)(uintptr_t)ip_restore_rt };
+	return *a;
+}
+
+/* Fill the table from the kernel, taking over the handlers installed
+ * before us (the C library's own, another preloaded library's). SIGTRAP
+ * is ours already (ip_init). */
+static void take_over_handlers(void)
+{
+	for (int sig = 1; sig <= KSIG_MAX; sig++) {
+		struct ksa k;
+		if (sig == SIGTRAP || sig == SIGKILL || sig == SIGSTOP || raw_rt_sigaction(sig, NULL, &k))
+			continue;
+		sigs.act[sig] = k;
+		struct ksa e = kernel_action(sig, &k);
+		if (memcmp(&e, &k, sizeof(e)))
+			raw_rt_sigaction(sig, &e, NULL);
+	}
+}
+
+/* Capstone allocates through the functions CS_OPT_MEM gives it (one
+ * option for the process, before its first handle): the private heap's,
+ * so that the decoder stays off the program's allocator even where the
+ * program's executable defines malloc (and our exported one is not the
+ * one found). It is linked to this library and given to src/insn
+ * (insn_provide): loaded at the program's start, not by a dlopen, whose
+ * dynamic loader allocates with the program's malloc. */
+void *__wrap_malloc(size_t len);
+void *__wrap_calloc(size_t n, size_t len);
+void *__wrap_realloc(void *p, size_t len);
+void __wrap_free(void *p);
+
+static void capstone_mem(void)
+{
+	static cs_opt_mem mem = {
+		.malloc = __wrap_malloc,
+		.calloc = __wrap_calloc,
+		.realloc = __wrap_realloc,
+		.free = __wrap_free,
+		.vsnprintf = vsnprintf,
+	};
+	cs_option(0, CS_OPT_MEM, (size_t)(uintptr_t)&mem);
+	static const struct insn_capstone fns = {
+		.open = cs_open,
+		.option = cs_option,
+		.malloc = cs_malloc,
+		.free = cs_free,
+		.close = cs_close,
+		.disasm_iter = cs_disasm_iter,
+		.insn_group = cs_insn_group,
+		.reg_name = cs_reg_name,
+	};
+	insn_provide(&fns);
+}
+
 __attribute__((constructor)) static void ip_init(void)
 {
+	resolve_reals();
 	g.real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(
 		RTLD_NEXT, "sigaction");
 	if (!g.real_sigaction || !parse_env())
 		return;
+	hide_environment();
+	uint64_t mask;
+	raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all_but_trap, (long)&mask, 8, 0, 0);
+	ip_inside++;
+	ip_heap_take_over();
+	make_cstack();
 	fcntl(g.fd, F_SETFD, FD_CLOEXEC); /* our exec wrappers keep it for our own image */
+	/* SIGTRAP: the program's action as it was, then ours, which blocks
+	 * every other signal while the driver works (they wait for the
+	 * program). */
+	raw_rt_sigaction(SIGTRAP, NULL, &sigs.act[SIGTRAP]);
 	struct sigaction sa = { .sa_sigaction = on_trap,
 				.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER };
-	sigemptyset(&sa.sa_mask);
-	if (g.real_sigaction(SIGTRAP, &sa, NULL) != 0)
-		return;
-	sigset_t trap;
-	sigemptyset(&trap);
-	sigaddset(&trap, SIGTRAP);
-	pthread_sigmask(SIG_UNBLOCK, &trap, NULL);
+	sigfillset(&sa.sa_mask);
+	sigdelset(&sa.sa_mask, SIGTRAP);
+	sigdelset(&sa.sa_mask, SIGSEGV);
+	sigdelset(&sa.sa_mask, SIGBUS);
+	struct ksa k;
+	if (g.real_sigaction(SIGTRAP, &sa, NULL) != 0 || raw_rt_sigaction(SIGTRAP, NULL, &k) != 0)
+		goto out;
+	sigs.restore_rt = k.restorer; /* the C library's, which its sigaction gives */
+	/* Ours returns through our own restorer (above, ip_sig_entry). */
+	k.restorer = (uint64_t)(uintptr_t)ip_restore_rt;
+	if (raw_rt_sigaction(SIGTRAP, &k, NULL) != 0)
+		goto out;
+	take_over_handlers();
+	sigs.ready = true;
+	mask &= ~SIGBIT(SIGTRAP);
 	pthread_atfork(NULL, NULL, on_fork_child);
 	g.drv.ops = &ip_ops;
 	g.drv.arch = BK_ARCH_X86_64;
 	const char *how = getenv("BACKSTEP_INPROC_STEP");
 	g.step_tf = how && !strcmp(how, "tf");
+	capstone_mem();
 	if (!g.step_tf && insn_open(BK_ARCH_X86_64, &g.dec) != 0)
 		g.step_tf = true;
 	if (val_checker_open(&g.opts, &ip_ops, &g.drv, &g.res, &g.c) != 0) {
 		val_inproc_send_result(g.fd, &g.res, g.image, true);
-		return;
+		goto out;
 	}
 	g.res.driver = "inproc";
 	__cxa_atexit(at_exit, NULL, NULL);
@@ -1422,6 +2453,9 @@ __attribute__((constructor)) static void ip_init(void)
 	};
 	val_checker_event(g.c, &ev);
 	unlock();
+out:
+	ip_inside--;
+	raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, 8, 0, 0);
 }
 
 /* ---- What the program calls --------------------------------------------- */
@@ -1430,7 +2464,7 @@ EXPORT void _exit(int status)
 {
 	REAL(_exit);
 	finish();
-	real__exit(status);
+	real._exit(status);
 	__builtin_unreachable();
 }
 
@@ -1439,47 +2473,157 @@ EXPORT void _Exit(int status)
 	_exit(status);
 }
 
-/* A handler of the program's own for SIG: run it under ptrace. Handlers of
- * the faults (SIGSEGV, SIGBUS, SIGILL, SIGFPE: language runtimes install
- * them to report a stack overflow) are let be: they run only when the
- * program crashes, and then unstepped (the run's status says it). */
-static void handler_check(int sig, void (*h)(int))
+/* Signal actions: the kernel's rt_sigaction as the program sees it (its
+ * own actions, ours hidden): 0 or -errno. A handler goes into the table
+ * and our entry into the kernel (above, "Signals"); SIG_DFL and SIG_IGN go
+ * to both. A handler of SIGTRAP while we check cannot be told from our
+ * own traps: the program is run again under ptrace (val_inproc.c), the
+ * one case left; ignored or default, SIGTRAP stays ours and the table
+ * says what the program's own SIGTRAPs get (own_trap). */
+static long prog_rt_sigaction(int sig, const struct ksa *act, struct ksa *old, size_t setsize)
 {
-	bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE;
-	if (g.active && h != SIG_DFL && h != SIG_IGN && sig > 0 && sig < NSIG && !fault)
-		fall_back("%s installs a handler for signal %d (%s), which the in-process driver does "
-			  "not step into", sig == SIGTRAP ? "the program (SIGTRAP)" : "the program",
-			  sig, strsignal(sig));
+	if (setsize != 8 || sig < 1 || sig > KSIG_MAX || (act && (sig == SIGKILL || sig == SIGSTOP)))
+		return -EINVAL;
+	struct ksa a = { 0 };
+	if (act && raw_read((uint64_t)(uintptr_t)act, &a, sizeof(a)) != sizeof(a))
+		return -EFAULT;
+	if (act && sig == SIGTRAP && is_fn(a.handler) && g.active)
+		fall_back("the program installs a handler for SIGTRAP, which the in-process driver "
+			  "cannot tell from its own traps");
+	uint64_t m;
+	sig_write_begin(&m);
+	struct ksa prev = sigs.act[sig];
+	long rc = 0;
+	if (act) {
+		a.mask &= ~(SIGBIT(SIGKILL) | SIGBIT(SIGSTOP));
+		bool ours = sig == SIGTRAP && g.active; /* stays ours */
+		struct ksa k = kernel_action(sig, &a), held;
+		if (!ours) {
+			rc = raw_rt_sigaction(sig, &k, NULL);
+			/* The flags as the kernel keeps them (it drops bits it
+			 * does not know), where it keeps the program's. */
+			if (!rc && (is_fn(a.handler) || !memcmp(&k, &a, sizeof(k))) &&
+			    raw_rt_sigaction(sig, NULL, &held) == 0)
+				a.flags = (held.flags & ~(uint64_t)(SA_SIGINFO | SA_RESETHAND)) |
+					  (a.flags & (SA_SIGINFO | SA_RESETHAND));
+		}
+		if (!rc)
+			sigs.act[sig] = a;
+	}
+	sig_write_end(&m);
+	if (!rc && old && !raw_write((uint64_t)(uintptr_t)old, &prev, sizeof(prev)))
+		rc = -EFAULT;
+	return rc;
+}
+
+/* The C library's sigaction over it: its structure, its restorer, and its
+ * own two signals (SIGCANCEL, SIGSETXID) refused as it refuses them. */
+static int lib_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (sig == 32 || sig == 33) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct ksa k = { 0 }, ko;
+	if (act) {
+		k.handler = (uint64_t)(uintptr_t)act->sa_handler;
+		k.flags = (uint64_t)(unsigned)act->sa_flags | SA_RESTORER;
+		k.restorer = sigs.restore_rt;
+		memcpy(&k.mask, &act->sa_mask, sizeof(k.mask));
+	}
+	long rc = prog_rt_sigaction(sig, act ? &k : NULL, old ? &ko : NULL, 8);
+	if (rc) {
+		errno = (int)-rc;
+		return -1;
+	}
+	if (old) {
+		old->sa_handler = (sighandler_t)(uintptr_t)ko.handler;
+		old->sa_flags = (int)ko.flags;
+		old->sa_restorer = (void (*)(void))(uintptr_t)ko.restorer;
+		memcpy(&old->sa_mask, &ko.mask, sizeof(ko.mask));
+	}
+	return 0;
 }
 
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (!g.real_sigaction)
-		g.real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(
-			RTLD_NEXT, "sigaction");
-	if (act)
-		handler_check(sig, (act->sa_flags & SA_SIGINFO) && act->sa_sigaction
-					   ? (sighandler_t)(void *)act->sa_sigaction : act->sa_handler);
-	return g.real_sigaction(sig, act, old);
+	if (!sigs.ready) {
+		if (!g.real_sigaction)
+			*(void **)&g.real_sigaction = dlsym(RTLD_NEXT, "sigaction");
+		return g.real_sigaction(sig, act, old);
+	}
+	return lib_sigaction(sig, act, old);
+}
+
+EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return sigaction(sig, act, old);
+}
+
+/* signal(), bsd_signal(), ssignal(): the C library's BSD semantics (the
+ * signal blocked in its handler, system calls restarted unless
+ * siginterrupt said otherwise). */
+static sighandler_t bsd_sig(int sig, sighandler_t h)
+{
+	if (h == SIG_ERR || sig < 1 || sig > KSIG_MAX) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, sig);
+	sa.sa_flags = sigs.intr & SIGBIT(sig) ? 0 : SA_RESTART;
+	if (lib_sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
 }
 
 EXPORT sighandler_t signal(int sig, sighandler_t h)
 {
-	REAL(signal);
-	handler_check(sig, h);
-	return real_signal(sig, h);
-}
-
-EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
-{
-	REAL(sysv_signal);
-	handler_check(sig, h);
-	return real_sysv_signal(sig, h);
+	if (!sigs.ready) {
+		REAL(signal);
+		return real.signal(sig, h);
+	}
+	return bsd_sig(sig, h);
 }
 
 EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
 {
 	return signal(sig, h);
+}
+
+EXPORT sighandler_t ssignal(int sig, sighandler_t h)
+{
+	return signal(sig, h);
+}
+
+/* System V's: reset to the default when delivered, not blocked in its
+ * handler, no restart. */
+EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
+{
+	if (!sigs.ready) {
+		REAL(sysv_signal);
+		return real.sysv_signal(sig, h);
+	}
+	if (h == SIG_ERR || sig < 1 || sig > KSIG_MAX) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = (int)(SA_RESETHAND | SA_NODEFER | 0x20000000 /* SA_INTERRUPT */);
+	if (lib_sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
+{
+	return sysv_signal(sig, h);
 }
 
 /* SIGTRAP stays deliverable: a blocked trap would kill the program. */
@@ -1496,36 +2640,146 @@ EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
 	REAL(sigprocmask);
 	sigset_t copy;
-	return real_sigprocmask(how, keep_trap(how, set, &copy), old);
+	return real.sigprocmask(how, keep_trap(how, set, &copy), old);
 }
 
 EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
 	REAL(pthread_sigmask);
 	sigset_t copy;
-	return real_pthread_sigmask(how, keep_trap(how, set, &copy), old);
+	return real.pthread_sigmask(how, keep_trap(how, set, &copy), old);
+}
+
+/* System V's sigset(): SIG_HOLD blocks SIG; anything else is its action,
+ * and unblocks it. SIG_HOLD is returned when it was blocked. */
+EXPORT sighandler_t sigset(int sig, sighandler_t disp)
+{
+	if (!sigs.ready) {
+		REAL(sigset);
+		return real.sigset(sig, disp);
+	}
+	sigset_t set, oset;
+	sigemptyset(&set);
+	if (sig < 1 || sig > KSIG_MAX || sigaddset(&set, sig) < 0) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	struct sigaction act, old;
+	if (disp == SIG_HOLD) {
+		if (sigprocmask(SIG_BLOCK, &set, &oset) < 0)
+			return SIG_ERR;
+		if (sigismember(&oset, sig))
+			return SIG_HOLD;
+		if (lib_sigaction(sig, NULL, &old) < 0)
+			return SIG_ERR;
+		return old.sa_handler;
+	}
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = disp;
+	sigemptyset(&act.sa_mask);
+	if (lib_sigaction(sig, &act, &old) < 0 || sigprocmask(SIG_UNBLOCK, &set, &oset) < 0)
+		return SIG_ERR;
+	return sigismember(&oset, sig) ? SIG_HOLD : old.sa_handler;
+}
+
+EXPORT int sigignore(int sig)
+{
+	if (!sigs.ready) {
+		REAL(sigignore);
+		return real.sigignore(sig);
+	}
+	struct sigaction act;
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = SIG_IGN;
+	sigemptyset(&act.sa_mask);
+	return lib_sigaction(sig, &act, NULL);
+}
+
+EXPORT int siginterrupt(int sig, int interrupt)
+{
+	if (!sigs.ready) {
+		REAL(siginterrupt);
+		return real.siginterrupt(sig, interrupt);
+	}
+	struct sigaction act;
+	if (lib_sigaction(sig, NULL, &act) < 0)
+		return -1;
+	uint64_t m;
+	sig_write_begin(&m);
+	if (interrupt)
+		sigs.intr |= SIGBIT(sig);
+	else
+		sigs.intr &= ~SIGBIT(sig);
+	sig_write_end(&m);
+	if (interrupt)
+		act.sa_flags &= ~SA_RESTART;
+	else
+		act.sa_flags |= SA_RESTART;
+	return lib_sigaction(sig, &act, NULL);
+}
+
+EXPORT int sighold(int sig)
+{
+	REAL(sighold);
+	return g.active && sig == SIGTRAP ? 0 : real.sighold(sig);
+}
+
+EXPORT int sigblock(int mask)
+{
+	REAL(sigblock);
+	return real.sigblock(g.active ? mask & ~(1 << (SIGTRAP - 1)) : mask);
+}
+
+EXPORT int sigsetmask(int mask)
+{
+	REAL(sigsetmask);
+	return real.sigsetmask(g.active ? mask & ~(1 << (SIGTRAP - 1)) : mask);
+}
+
+/* syscall(2) itself: rt_sigaction and rt_sigprocmask made through it are
+ * the program's like the functions above. */
+EXPORT long syscall(long nr, ...)
+{
+	va_list ap;
+	va_start(ap, nr);
+	long a[6];
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (nr == SYS_rt_sigaction && sigs.ready) {
+		long rc = prog_rt_sigaction((int)a[0], (const struct ksa *)a[1], (struct ksa *)a[2],
+					    (size_t)a[3]);
+		if (rc < 0) {
+			errno = (int)-rc;
+			return -1;
+		}
+		return rc;
+	}
+	uint64_t set;
+	if (nr == SYS_rt_sigprocmask && g.active && a[1] && (a[0] == SIG_BLOCK || a[0] == SIG_SETMASK) &&
+	    raw_read((uint64_t)a[1], &set, 8) == 8 && (set & SIGBIT(SIGTRAP))) {
+		set &= ~SIGBIT(SIGTRAP);
+		a[1] = (long)&set;
+	}
+	REAL(syscall);
+	return real.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* Threads. */
 struct start {
 	void *(*fn)(void *);
 	void *arg;
+	uint64_t mask;           /* the creator's signal mask */
 };
 
 /* The new thread's stops outside any handler: it is in our code (unchecked),
  * so the checker lets it run free. */
-static void thread_event(enum val_event_kind kind)
+static void thread_stop(void *arg)
 {
-	lock();
-	if (!g.active) {
-		unlock();
-		return;
-	}
+	enum val_event_kind kind = *(enum val_event_kind *)arg;
 	struct ip_thread *th = self();
-	if (!th) {
-		unlock();
+	if (!th)
 		return;
-	}
 	/* What a thread of the same tid that left unseen (pthread_exit) kept:
 	 * a lifted breakpoint, planted int3s, its record in the checker. */
 	end_lift(th);
@@ -1540,21 +2794,32 @@ static void thread_event(enum val_event_kind kind)
 	if (kind == VAL_EV_STOPPED) {
 		struct bk_regs r;
 		memset(&r, 0, sizeof(r));
-		bk_regs_set(&r, VAL_REG_PC, (uint64_t)(uintptr_t)&thread_event);
+		bk_regs_set(&r, VAL_REG_PC, (uint64_t)(uintptr_t)&thread_stop);
 		bk_regs_set(&r, VAL_REG_SP, (uint64_t)(uintptr_t)__builtin_frame_address(0));
 		th->fake = &r;
 		ev.kind = VAL_EV_STOPPED;
 		val_checker_event(g.c, &ev);
 		th->fake = NULL;
 	}
-	unlock();
+}
+
+static void thread_event(enum val_event_kind kind)
+{
+	uint64_t old;
+	lock_outside(&old);
+	if (g.active)
+		on_cstack(thread_stop, &kind);
+	unlock_outside(&old);
 }
 
 static void *thread_start(void *p)
 {
 	struct start s = *(struct start *)p;
 	free(p);
+	/* Born with every signal blocked (below): none comes before the
+	 * checker knows the thread. */
 	thread_event(VAL_EV_STOPPED);
+	raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&s.mask, 0, 8, 0, 0);
 	void *ret = s.fn(s.arg);
 	__asm__ volatile("" ::: "memory"); /* not a tail call: our frame is the caller's */
 	thread_event(VAL_EV_EXITED);
@@ -1566,10 +2831,16 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 	REAL(pthread_create);
 	struct start *s = g.active ? malloc(sizeof(*s)) : NULL;
 	if (!s)
-		return real_pthread_create(t, attr, fn, arg);
+		return real.pthread_create(t, attr, fn, arg);
 	s->fn = fn;
 	s->arg = arg;
-	int err = real_pthread_create(t, attr, thread_start, s);
+	/* The C library starts the thread with the mask it is created under
+	 * (unless ATTR gives one): every signal blocked, the creator's mask
+	 * given back by thread_start. */
+	uint64_t all = all_but_trap;
+	raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&s->mask, 8, 0, 0);
+	int err = real.pthread_create(t, attr, thread_start, s);
+	raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&s->mask, 0, 8, 0, 0);
 	if (err)
 		free(s);
 	return err;
@@ -1577,6 +2848,54 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 
 /* exec: this image's last snapshot, and the next image numbers itself one
  * more (in the environment it inherits, or is given). */
+/* Ours in the environment (made by val_inproc.c): the program does not see
+ * them (under ptrace it would not have them: a program that reads its
+ * environment, a shell, Python's os.environ, would run differently), and
+ * an exec of ours puts them back. */
+static struct {
+	char from[600], only[4200]; /* "BACKSTEP_INPROC_FROM=...", or "" */
+	char lib[4096];             /* our path, LD_PRELOAD's first */
+	char preload[4200];         /* "LD_PRELOAD=" the rest of it */
+} ours;
+
+static bool is_ours(const char *e)
+{
+	return !strncmp(e, "BACKSTEP_INPROC=", 16) || !strncmp(e, "BACKSTEP_INPROC_FROM=", 21) ||
+	       !strncmp(e, "BACKSTEP_INPROC_ONLY=", 21);
+}
+
+/* Called once the environment was read (parse_env): no allocation, the
+ * entries moved within the program's environ. */
+static void hide_environment(void)
+{
+	extern char **environ;
+	const char *from = getenv("BACKSTEP_INPROC_FROM"), *only = getenv("BACKSTEP_INPROC_ONLY");
+	if (from)
+		snprintf(ours.from, sizeof(ours.from), "BACKSTEP_INPROC_FROM=%s", from);
+	if (only)
+		snprintf(ours.only, sizeof(ours.only), "BACKSTEP_INPROC_ONLY=%s", only);
+	size_t k = 0;
+	for (size_t i = 0; environ && environ[i]; i++) {
+		char *e = environ[i];
+		if (is_ours(e))
+			continue;
+		if (!strncmp(e, "LD_PRELOAD=", 11) && !ours.lib[0]) {
+			const char *v = e + 11;
+			size_t n = strcspn(v, ": ");
+			snprintf(ours.lib, sizeof(ours.lib), "%.*s", (int)n, v);
+			v += n;
+			v += strspn(v, ": ");
+			if (!*v)
+				continue;
+			snprintf(ours.preload, sizeof(ours.preload), "LD_PRELOAD=%s", v);
+			e = ours.preload;
+		}
+		environ[k++] = e;
+	}
+	if (environ)
+		environ[k] = NULL;
+}
+
 static char **exec_env(char *const *envp, char *spec, size_t speclen)
 {
 	snprintf(spec, speclen, "BACKSTEP_INPROC=%d,%d,%u,%u,%u", g.pid, g.fd, g.image + 1,
@@ -1588,21 +2907,23 @@ static char **exec_env(char *const *envp, char *spec, size_t speclen)
 	if (!out)
 		return NULL;
 	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(envp[i], "BACKSTEP_INPROC", 15) && strncmp(envp[i], "LD_PRELOAD=", 11))
+	const char *theirs = NULL; /* the program's own LD_PRELOAD */
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+			theirs = envp[i] + 11;
+		else if (!is_ours(envp[i]))
 			out[k++] = envp[i];
-	static const char *const keep[] = { "BACKSTEP_INPROC_FROM", "BACKSTEP_INPROC_ONLY",
-					    "LD_PRELOAD" };
-	for (size_t i = 0; i < 3; i++) {
-		const char *v = getenv(keep[i]);
-		if (!v)
-			continue;
-		size_t len = strlen(keep[i]) + strlen(v) + 2;
-		char *e = malloc(len);
-		if (e) {
-			snprintf(e, len, "%s=%s", keep[i], v);
-			out[k++] = e;
-		}
+	}
+	if (ours.from[0])
+		out[k++] = ours.from;
+	if (ours.only[0])
+		out[k++] = ours.only;
+	size_t len = 11 + strlen(ours.lib) + (theirs ? strlen(theirs) + 1 : 0) + 1;
+	char *pre = malloc(len);
+	if (pre) {
+		snprintf(pre, len, "LD_PRELOAD=%s%s%s", ours.lib, theirs && theirs[0] ? ":" : "",
+			 theirs ? theirs : "");
+		out[k++] = pre;
 	}
 	out[k++] = spec;
 	out[k] = NULL;
@@ -1624,12 +2945,12 @@ static void after_failed_exec(void)
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	REAL(execve);
-	if (!g.active || (int)syscall(SYS_getpid) != g.pid)
-		return real_execve(path, argv, envp);
+	if (!g.active || getpid_raw() != g.pid)
+		return real.execve(path, argv, envp);
 	char spec[160];
 	char **env = exec_env(envp, spec, sizeof(spec));
 	before_exec();
-	int rc = real_execve(path, argv, env ? env : (char **)envp);
+	int rc = real.execve(path, argv, env ? env : (char **)envp);
 	int e = errno;
 	after_failed_exec();
 	errno = e;
@@ -1645,12 +2966,12 @@ EXPORT int execv(const char *path, char *const argv[])
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	REAL(execvpe);
-	if (!g.active || (int)syscall(SYS_getpid) != g.pid)
-		return real_execvpe(file, argv, envp);
+	if (!g.active || getpid_raw() != g.pid)
+		return real.execvpe(file, argv, envp);
 	char spec[160];
 	char **env = exec_env(envp, spec, sizeof(spec));
 	before_exec();
-	int rc = real_execvpe(file, argv, env ? env : (char **)envp);
+	int rc = real.execvpe(file, argv, env ? env : (char **)envp);
 	int e = errno;
 	after_failed_exec();
 	errno = e;
@@ -1671,7 +2992,7 @@ EXPORT int execvp(const char *file, char *const argv[])
  * program's. */
 static void count_map_call(void)
 {
-	if (!in_trap)
+	if (!ip_inside)
 		atomic_fetch_add_explicit(&map_calls, 1, memory_order_relaxed);
 }
 
@@ -1704,7 +3025,7 @@ void *ip_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 EXPORT int munmap(void *addr, size_t len)
 {
 	REAL(munmap);
-	int rc = real_munmap(addr, len);
+	int rc = real.munmap(addr, len);
 	count_map_call();
 	return rc;
 }
@@ -1712,7 +3033,7 @@ EXPORT int munmap(void *addr, size_t len)
 EXPORT int mprotect(void *addr, size_t len, int prot)
 {
 	REAL(mprotect);
-	int rc = real_mprotect(addr, len, prot);
+	int rc = real.mprotect(addr, len, prot);
 	count_map_call();
 	return rc;
 }
@@ -1727,7 +3048,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		new_addr = va_arg(ap, void *);
 		va_end(ap);
 	}
-	void *p = real_mremap(old, old_len, new_len, flags, new_addr);
+	void *p = real.mremap(old, old_len, new_len, flags, new_addr);
 	count_map_call();
 	return p;
 }

@@ -261,7 +261,8 @@ BK_HIDDEN const struct val_arch *val_arch_get(enum bk_arch arch);
  *
  * The in-process driver (val_inproc.c, inproc_preload.c) has no wait: the
  * program steps itself (int3s planted where each instruction goes, the
- * trap flag where that cannot be told) and its SIGTRAP handler pushes each
+ * trap flag where that cannot be told, the commonest instructions made by
+ * the handler itself) and its SIGTRAP handler and signal entry push each
  * stop into the checker (below, "The checker, pushed to"); it takes
  * registers from the handler's ucontext, reads memory directly, writes
  * int3s into code pages made writable, and sees no system call of a thread
@@ -521,7 +522,7 @@ BK_HIDDEN void val_checker_close(struct val_checker *c);
  * program inside itself, and collect its result. BK_E_UNSUPPORTED with
  * NOTE saying why when it does not apply to this program and nothing was
  * run (or the program asked for it to be run again: it installed a
- * signal handler); the caller then uses the ptrace driver. */
+ * handler of SIGTRAP); the caller then uses the ptrace driver. */
 BK_HIDDEN int val_inproc_run(char *const *argv, const struct val_opts *o, struct val_result *res,
 			     char *note, size_t notelen);
 /* The program's side of its pipe (val_inproc.c, "The wire format"): a

@@ -26,6 +26,7 @@
  * regs_last_only checks the second (PC and SP are still compared at every
  * frame).
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "val.h"
@@ -60,9 +61,12 @@ static bool same_frame(const struct val_arch *a, const struct bk_cursor *c,
 		diff(mm, VAL_REG_SP, f->cfa, true, sp);
 	if (f->kind == VAL_FRAME_SIGNAL && bk_cursor_how(c) != BK_HOW_SIGNAL)
 		diff(mm, VAL_HOW, BK_HOW_SIGNAL, true, bk_cursor_how(c));
-	for (unsigned s = 0; s < a->ai->nslots && s < VAL_NREGS; s++) {
-		if (!(known >> s & 1))
-			continue;
+	if (a->ai->nslots < 64)
+		known &= ((uint64_t)1 << a->ai->nslots) - 1;
+	for (; known; known &= known - 1) {
+		unsigned s = (unsigned)__builtin_ctzll(known);
+		if (s >= VAL_NREGS)
+			break;
 		unsigned regno = a->ai->slot_regno[s];
 		uint64_t v = 0;
 		bool ok = bk_cursor_reg(c, regno, &v);
@@ -163,11 +167,20 @@ static int cross_gap(const struct val_walk_in *in, struct bk_cursor *c, size_t i
 	return 0; /* too deep to tell */
 }
 
+/* MM emptied but for its differences, which only mismatches fill (up to
+ * ndiffs): a walk a checked instruction makes one or two of. */
+static void mm_clear(struct val_mismatch *mm)
+{
+	memset(mm, 0, offsetof(struct val_mismatch, diffs));
+	memset((char *)mm + offsetof(struct val_mismatch, module), 0,
+	       sizeof(*mm) - offsetof(struct val_mismatch, module));
+}
+
 bool val_check_walk(const struct val_walk_in *in, struct val_stats *st, struct val_mismatch *mm)
 {
 	struct bk_cursor c;
 	const struct val_shadow *s = in->shadow;
-	memset(mm, 0, sizeof(*mm));
+	mm_clear(mm);
 	if (bk_cursor_init(&c, in->space, in->regs) != 0)
 		return true; /* no PC or SP: nothing to walk */
 	bool limited;

@@ -12,9 +12,10 @@
  * checker calls it), and not --step-all (which steps libc). Elsewhere
  * BK_E_UNSUPPORTED and a note, before anything ran: val_run then uses the
  * ptrace driver. The program itself may ask for that after it started: a
- * program that installs a signal handler (the in-process driver does not
- * step into handlers) sends a fallback message and is killed; the run is
- * made again under ptrace, with the note saying so.
+ * program that installs a handler of SIGTRAP (which the driver cannot tell
+ * from its own traps; other handlers are stepped into) sends a fallback
+ * message and is killed; the run is made again under ptrace, with the note
+ * saying so.
  *
  * The pipe carries messages (a u32 length, a type byte, a payload): 'R' a
  * snapshot of the result of one image (about once a second, and the last

@@ -510,6 +510,9 @@ static bool record(struct run *r, struct thread *t, const struct val_mismatch *m
 	slot->index = r->res->nmm + 1;
 	struct val_mismatch *e = &r->res->mm[r->res->nmm++];
 	*e = *mm;
+	/* The walk fills differences up to ndiffs only (val_check.c). */
+	if (e->ndiffs < VAL_MAX_DIFFS)
+		memset(&e->diffs[e->ndiffs], 0, (VAL_MAX_DIFFS - e->ndiffs) * sizeof(e->diffs[0]));
 	e->image = r->image;
 	e->count = 1;
 	e->pcs = 1;
@@ -632,10 +635,32 @@ static const char *const escape_all[] = {
 	"__libc_longjmp", "setcontext", "swapcontext",
 };
 
-static int cmp_bp(const void *a, const void *b)
+/* Heapsort by address: no allocation (the C library's qsort may allocate,
+ * and the in-process driver runs this inside the program, maybe on top of
+ * its malloc). */
+static void sift(struct bp *v, size_t root, size_t n)
 {
-	uint64_t x = ((const struct bp *)a)->addr, y = ((const struct bp *)b)->addr;
-	return x < y ? -1 : x > y;
+	for (size_t child; (child = 2 * root + 1) < n; root = child) {
+		if (child + 1 < n && v[child + 1].addr > v[child].addr)
+			child++;
+		if (v[root].addr >= v[child].addr)
+			return;
+		struct bp t = v[root];
+		v[root] = v[child];
+		v[child] = t;
+	}
+}
+
+static void sort_bps(struct bp *v, size_t n)
+{
+	for (size_t i = n / 2; i-- > 0;)
+		sift(v, i, n);
+	for (size_t end = n; end > 1; end--) {
+		struct bp t = v[0];
+		v[0] = v[end - 1];
+		v[end - 1] = t;
+		sift(v, 0, end - 1);
+	}
 }
 
 struct bp_list {
@@ -771,8 +796,7 @@ static void rebuild_bps(struct run *r)
 	}
 	struct jit_entries je = { r, &l };
 	uw_jitdump_each(r->space, jit_entry, &je);
-	if (l.n)
-		qsort(l.v, l.n, sizeof(*l.v), cmp_bp);
+	sort_bps(l.v, l.n);
 	size_t n = 0;
 	for (size_t i = 0; i < l.n; i++) {
 		if (n && l.v[n - 1].addr == l.v[i].addr)
