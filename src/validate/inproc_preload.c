@@ -322,18 +322,6 @@ static long raw_syscall3(long nr, long a, long b, long c)
 	return ret;
 }
 
-static long raw_syscall6(long nr, long a, long b, long c, long d, long e, long f)
-{
-	long ret;
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	__asm__ volatile("syscall" : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
 static int gettid_raw(void)
 {
 	return (int)raw_syscall0(SYS_gettid);
@@ -356,7 +344,7 @@ static const uint64_t all_but_trap = ~(SIGBIT(SIGTRAP) | FAULTS);
  * exec): signals blocked and the thread marked inside, as in a handler. */
 static void lock_outside(uint64_t *old)
 {
-	raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all_but_trap, (long)old, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all_but_trap, (long)old, 8, 0, 0);
 	ip_inside++;
 	lock();
 }
@@ -365,7 +353,7 @@ static void unlock_outside(const uint64_t *old)
 {
 	unlock();
 	ip_inside--;
-	raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, 8, 0, 0);
 }
 
 static struct ip_thread *find_th(int tid)
@@ -435,7 +423,6 @@ static bool is_fn(uint64_t handler)
 	return handler != (uint64_t)(uintptr_t)SIG_DFL && handler != (uint64_t)(uintptr_t)SIG_IGN;
 }
 
-static long raw_syscall6(long nr, long a, long b, long c, long d, long e, long f);
 
 /* The program's action for SIG as it stands. */
 static struct ksa sig_get(int sig)
@@ -444,7 +431,7 @@ static struct ksa sig_get(int sig)
 	for (unsigned tries = 0;; tries++) {
 		unsigned seq = atomic_load_explicit(&sigs.seq, memory_order_acquire);
 		if ((seq & 1) && tries < 100000) {
-			raw_syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+			ip_syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 			continue;
 		}
 		a = sigs.act[sig];
@@ -456,9 +443,9 @@ static struct ksa sig_get(int sig)
 
 static void sig_write_begin(uint64_t *old)
 {
-	raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&(uint64_t){ ~0ull }, (long)old, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&(uint64_t){ ~0ull }, (long)old, 8, 0, 0);
 	while (atomic_flag_test_and_set_explicit(&sigs.lock, memory_order_acquire))
-		raw_syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+		ip_syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 	atomic_fetch_add_explicit(&sigs.seq, 1, memory_order_acq_rel);
 }
 
@@ -466,7 +453,7 @@ static void sig_write_end(const uint64_t *old)
 {
 	atomic_fetch_add_explicit(&sigs.seq, 1, memory_order_release);
 	atomic_flag_clear_explicit(&sigs.lock, memory_order_release);
-	raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, 8, 0, 0);
 }
 
 /* ---- Memory and breakpoints ----------------------------------------------- */
@@ -1105,7 +1092,7 @@ static uint8_t *scratch_of(struct ip_thread *th)
 	if (!g.scratch) {
 		/* Near the executable, for RIP-relative displacements. */
 		uint64_t hint = (getauxval(AT_ENTRY) & ~(uint64_t)0xfffff) - (256u << 20);
-		void *p = (void *)raw_syscall6(SYS_mmap, (long)hint, MAX_THREADS * 32,
+		void *p = (void *)ip_syscall6(SYS_mmap, (long)hint, MAX_THREADS * 32,
 					       PROT_READ | PROT_WRITE | PROT_EXEC,
 					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if ((unsigned long)p > -4096ul)
@@ -1697,7 +1684,7 @@ static void on_cstack(void (*fn)(void *), void *arg)
 
 static void make_cstack(void)
 {
-	long p = raw_syscall6(SYS_mmap, 0, CSTACK_LEN + 4096, PROT_READ | PROT_WRITE,
+	long p = ip_syscall6(SYS_mmap, 0, CSTACK_LEN + 4096, PROT_READ | PROT_WRITE,
 			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if ((unsigned long)p > -4096ul)
 		return; /* the handlers' own stacks, then */
@@ -1832,7 +1819,7 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 		 * need them (above, "Reading memory"); sigreturn blocks them
 		 * again. */
 		uint64_t faults = FAULTS;
-		raw_syscall6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&faults, 0, 8, 0, 0);
+		ip_syscall6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&faults, 0, 8, 0, 0);
 	}
 	ip_inside++;
 	lock();
@@ -2019,7 +2006,7 @@ static void defer(int sig, const siginfo_t *si, ucontext_t *uc)
 static void requeue_deferred(void)
 {
 	for (unsigned i = 0; i < deferred.n; i++)
-		raw_syscall6(SYS_rt_tgsigqueueinfo, getpid_raw(), gettid_raw(), deferred.sig[i],
+		ip_syscall6(SYS_rt_tgsigqueueinfo, getpid_raw(), gettid_raw(), deferred.sig[i],
 			     (long)&deferred.info[i], 0, 0);
 	deferred.n = 0;
 }
@@ -2073,8 +2060,8 @@ static void entry_regs(int sig, siginfo_t *si, ucontext_t *uc, const struct ksa 
 static void default_action(int sig, siginfo_t *si)
 {
 	struct ksa dfl = { .handler = (uint64_t)(uintptr_t)SIG_DFL };
-	raw_syscall6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
-	raw_syscall6(SYS_rt_tgsigqueueinfo, getpid_raw(), gettid_raw(), sig, (long)si, 0, 0);
+	ip_syscall6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
+	ip_syscall6(SYS_rt_tgsigqueueinfo, getpid_raw(), gettid_raw(), sig, (long)si, 0, 0);
 }
 
 /* A caught signal of thread TH, lock held (on the checker's stack): the
@@ -2184,7 +2171,7 @@ void ip_on_signal(int sig, siginfo_t *si, ucontext_t *uc, uint64_t mask)
 		 * as any crash (by the kernel's default action). */
 		if (fault) {
 			struct ksa dfl = { .handler = (uint64_t)(uintptr_t)SIG_DFL };
-			raw_syscall6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
+			ip_syscall6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
 		} else {
 			defer(sig, si, uc);
 		}
@@ -2193,7 +2180,7 @@ void ip_on_signal(int sig, siginfo_t *si, ucontext_t *uc, uint64_t mask)
 	if (mask & FAULTS) {
 		/* The handler's mask blocks them; our reads need them. */
 		uint64_t faults = FAULTS;
-		raw_syscall6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&faults, 0, 8, 0, 0);
+		ip_syscall6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&faults, 0, 8, 0, 0);
 	}
 	mask &= ~deferred.added;
 	deferred.added = 0;
@@ -2303,7 +2290,7 @@ extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 
 static long raw_rt_sigaction(int sig, const struct ksa *act, struct ksa *old)
 {
-	return raw_syscall6(SYS_rt_sigaction, sig, (long)act, (long)old, 8, 0, 0);
+	return ip_syscall6(SYS_rt_sigaction, sig, (long)act, (long)old, 8, 0, 0);
 }
 
 /* Our entry for the program's action A (a handler) of SIG, as the kernel
@@ -2401,7 +2388,7 @@ __attribute__((constructor)) static void ip_init(void)
 		return;
 	hide_environment();
 	uint64_t mask;
-	raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all_but_trap, (long)&mask, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all_but_trap, (long)&mask, 8, 0, 0);
 	ip_inside++;
 	ip_heap_take_over();
 	make_cstack();
@@ -2455,7 +2442,7 @@ __attribute__((constructor)) static void ip_init(void)
 	unlock();
 out:
 	ip_inside--;
-	raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, 8, 0, 0);
 }
 
 /* ---- What the program calls --------------------------------------------- */
@@ -2560,10 +2547,9 @@ EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *o
 	return sigaction(sig, act, old);
 }
 
-/* signal(), bsd_signal(), ssignal(): the C library's BSD semantics (the
- * signal blocked in its handler, system calls restarted unless
- * siginterrupt said otherwise). */
-static sighandler_t bsd_sig(int sig, sighandler_t h)
+/* A handler installed by one of the old interfaces: H for SIG with
+ * FLAGS, SIG itself blocked in it or not. */
+static sighandler_t install_old(int sig, sighandler_t h, bool block_self, int flags)
 {
 	if (h == SIG_ERR || sig < 1 || sig > KSIG_MAX) {
 		errno = EINVAL;
@@ -2573,11 +2559,21 @@ static sighandler_t bsd_sig(int sig, sighandler_t h)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = h;
 	sigemptyset(&sa.sa_mask);
-	sigaddset(&sa.sa_mask, sig);
-	sa.sa_flags = sigs.intr & SIGBIT(sig) ? 0 : SA_RESTART;
+	if (block_self)
+		sigaddset(&sa.sa_mask, sig);
+	sa.sa_flags = flags;
 	if (lib_sigaction(sig, &sa, &old) < 0)
 		return SIG_ERR;
 	return old.sa_handler;
+}
+
+/* signal(), bsd_signal(), ssignal(): the C library's BSD semantics (the
+ * signal blocked in its handler, system calls restarted unless
+ * siginterrupt said otherwise). */
+static sighandler_t bsd_sig(int sig, sighandler_t h)
+{
+	bool intr = sig >= 1 && sig <= KSIG_MAX && (sigs.intr & SIGBIT(sig));
+	return install_old(sig, h, true, intr ? 0 : SA_RESTART);
 }
 
 EXPORT sighandler_t signal(int sig, sighandler_t h)
@@ -2607,18 +2603,8 @@ EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
 		REAL(sysv_signal);
 		return real.sysv_signal(sig, h);
 	}
-	if (h == SIG_ERR || sig < 1 || sig > KSIG_MAX) {
-		errno = EINVAL;
-		return SIG_ERR;
-	}
-	struct sigaction sa, old;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = h;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = (int)(SA_RESETHAND | SA_NODEFER | 0x20000000 /* SA_INTERRUPT */);
-	if (lib_sigaction(sig, &sa, &old) < 0)
-		return SIG_ERR;
-	return old.sa_handler;
+	return install_old(sig, h, false,
+			   (int)(SA_RESETHAND | SA_NODEFER | 0x20000000 /* SA_INTERRUPT */));
 }
 
 EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
@@ -2819,7 +2805,7 @@ static void *thread_start(void *p)
 	/* Born with every signal blocked (below): none comes before the
 	 * checker knows the thread. */
 	thread_event(VAL_EV_STOPPED);
-	raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&s.mask, 0, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&s.mask, 0, 8, 0, 0);
 	void *ret = s.fn(s.arg);
 	__asm__ volatile("" ::: "memory"); /* not a tail call: our frame is the caller's */
 	thread_event(VAL_EV_EXITED);
@@ -2838,9 +2824,9 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 	 * (unless ATTR gives one): every signal blocked, the creator's mask
 	 * given back by thread_start. */
 	uint64_t all = all_but_trap;
-	raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&s->mask, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&s->mask, 8, 0, 0);
 	int err = real.pthread_create(t, attr, thread_start, s);
-	raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&s->mask, 0, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&s->mask, 0, 8, 0, 0);
 	if (err)
 		free(s);
 	return err;
