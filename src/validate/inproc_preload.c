@@ -133,6 +133,7 @@ static struct {
 	int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);
+	void *(*mmap)(void *, size_t, int, int, int, off_t);
 	int (*munmap)(void *, size_t);
 	int (*mprotect)(void *, size_t, int);
 	void *(*mremap)(void *, size_t, size_t, int, ...);
@@ -163,6 +164,7 @@ static void resolve_reals(void)
 	REAL(pthread_create);
 	REAL(execve);
 	REAL(execvpe);
+	REAL(mmap);
 	REAL(munmap);
 	REAL(mprotect);
 	REAL(mremap);
@@ -218,6 +220,9 @@ struct ip_thread {
 	const struct bk_regs *fake; /* a stop outside the handler (the wrapper) */
 	bool stepping;           /* TF was set by us */
 	bool then_run;           /* stepping off a breakpoint, then at full speed */
+	bool sys_stops;          /* at full speed with system-call stops asked
+				  * (VAL_RESUME_SYSCALLS): its map calls are
+				  * reported (below, "Maps") */
 	bool interrupted;        /* an interrupt's tgkill is on its way */
 	uint64_t lifted;         /* the breakpoint lifted for its step, or 0 */
 	uint64_t step[2];        /* int3s planted for its step (where it may go) */
@@ -1306,6 +1311,7 @@ static int ip_resume(struct val_driver *d, int tid, enum val_resume how, int sig
 	struct ip_thread *th = find_th(tid);
 	if (!th)
 		return BK_E_NOT_FOUND;
+	th->sys_stops = how == VAL_RESUME_SYSCALLS;
 	if (th->hold)
 		return 0; /* a signal's stop follows: the step is not made */
 	if (th->signalled) {
@@ -1991,7 +1997,10 @@ static __thread struct {
 static void defer(int sig, const siginfo_t *si, ucontext_t *uc)
 {
 	uint64_t *mask = (uint64_t *)(void *)&uc->uc_sigmask;
-	if (!(*mask & SIGBIT(sig))) {
+	/* SIGSEGV and SIGBUS (sent by someone) are never blocked here: the
+	 * interrupted context may be the driver's, whose reads catch their
+	 * faults (a fault blocked is the kernel's kill). */
+	if (!(SIGBIT(sig) & FAULTS) && !(*mask & SIGBIT(sig))) {
 		*mask |= SIGBIT(sig);
 		deferred.added |= SIGBIT(sig);
 	}
@@ -2002,13 +2011,15 @@ static void defer(int sig, const siginfo_t *si, ucontext_t *uc)
 }
 
 /* Queue the deferred signals again (they are blocked until the thread
- * returns into the program). */
+ * returns into the program). The context they were blocked in is left
+ * now (after its mask was computed without them): ADDED is over. */
 static void requeue_deferred(void)
 {
 	for (unsigned i = 0; i < deferred.n; i++)
 		ip_syscall6(SYS_rt_tgsigqueueinfo, getpid_raw(), gettid_raw(), deferred.sig[i],
 			     (long)&deferred.info[i], 0, 0);
 	deferred.n = 0;
+	deferred.added = 0;
 }
 
 /* Into the context GR (the handler's entry: above) with MASK, at once:
@@ -2075,6 +2086,27 @@ struct sig_args {
 	bool deliver;            /* out: into the handler (else dropped) */
 };
 
+/* The end of the kernel's signal frame whose ucontext is UC: its FPU
+ * state's (an XSAVE area can pass 8 KiB: AMX), or the interrupted
+ * stack's red zone when the frame is on that stack. */
+static uint64_t frame_top(const ucontext_t *uc)
+{
+	uint64_t at = (uint64_t)(uintptr_t)uc, top = at + STACK_SLACK;
+	uint64_t fp = (uint64_t)(uintptr_t)uc->uc_mcontext.fpregs;
+	if (fp > at && fp - at < STACK_SLACK) {
+		/* struct _fpx_sw_bytes at 464 of the fxsave area: magic1,
+		 * extended_size (the whole XSAVE area) */
+		const uint32_t *sw = (const uint32_t *)(uintptr_t)(fp + 464);
+		uint64_t size = sw[0] == 0x46505853u /* FP_XSTATE_MAGIC1 */ ? sw[1] : 512;
+		if (fp + size > top)
+			top = fp + size;
+	}
+	uint64_t sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
+	if (sp > at && sp - at < (1u << 20) && sp - 128 > top)
+		top = sp - 128;
+	return top;
+}
+
 static void signal_stop(void *arg)
 {
 	struct sig_args *a = arg;
@@ -2084,7 +2116,7 @@ static void signal_stop(void *arg)
 	/* The kernel's frame (with its FPU state, above the ucontext) and
 	 * our frames below it. */
 	th->guard.lo = (uint64_t)(uintptr_t)a->uc - 8 - STACK_SLACK;
-	th->guard.hi = (uint64_t)(uintptr_t)a->uc + STACK_SLACK;
+	th->guard.hi = frame_top(a->uc);
 	end_lift(th);
 	bool done = false;
 	if (th->land && pc == landing(th)) {
@@ -2976,21 +3008,47 @@ EXPORT int execvp(const char *file, char *const argv[])
 /* A call of the program's: the checker's own (its libraries map the files
  * it reads) are made inside the handler and change no code of the
  * program's. */
-static void count_map_call(void)
+/* The exit of a map call of a thread at full speed, reported as the
+ * ptrace driver's system-call stop is: the checker may read the map now,
+ * before the thread runs what it mapped (a JIT's code). */
+static void map_stop(void *arg)
 {
-	if (!ip_inside)
-		atomic_fetch_add_explicit(&map_calls, 1, memory_order_relaxed);
+	struct ip_thread *th = self_th;
+	if (!th || th->tid != self_tid || !th->sys_stops)
+		return;
+	struct bk_regs r;
+	memset(&r, 0, sizeof(r));
+	bk_regs_set(&r, VAL_REG_PC, (uint64_t)(uintptr_t)&map_stop);
+	bk_regs_set(&r, VAL_REG_SP, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+	th->fake = &r;
+	struct val_event ev = { .kind = VAL_EV_SYSCALL, .tid = th->tid, .exit = true,
+				.nr = *(const long *)arg, .maps_changed = maps_changed() };
+	val_checker_event(g.c, &ev);
+	th->fake = NULL;
+}
+
+/* After the program's call NR (SYS_mmap, ...; not the driver's own). */
+static void count_map_call(long nr)
+{
+	if (ip_inside)
+		return;
+	atomic_fetch_add_explicit(&map_calls, 1, memory_order_relaxed);
+	if (!g.active || !self_th || self_th->tid != self_tid || !self_th->sys_stops)
+		return;
+	uint64_t old;
+	lock_outside(&old);
+	if (g.active)
+		on_cstack(map_stop, &nr);
+	unlock_outside(&old);
 }
 
 /* Both names, each by its own symbol (with _FILE_OFFSET_BITS=64 the
  * header renames mmap to mmap64). */
 static void *count_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	static void *(*real)(void *, size_t, int, int, int, off_t);
-	if (!real)
-		*(void **)&real = dlsym(RTLD_NEXT, "mmap");
-	void *p = real(addr, len, prot, flags, fd, off);
-	count_map_call();
+	REAL(mmap);
+	void *p = real.mmap(addr, len, prot, flags, fd, off);
+	count_map_call(SYS_mmap);
 	return p;
 }
 
@@ -3012,7 +3070,7 @@ EXPORT int munmap(void *addr, size_t len)
 {
 	REAL(munmap);
 	int rc = real.munmap(addr, len);
-	count_map_call();
+	count_map_call(SYS_munmap);
 	return rc;
 }
 
@@ -3020,7 +3078,7 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 {
 	REAL(mprotect);
 	int rc = real.mprotect(addr, len, prot);
-	count_map_call();
+	count_map_call(SYS_mprotect);
 	return rc;
 }
 
@@ -3035,6 +3093,6 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		va_end(ap);
 	}
 	void *p = real.mremap(old, old_len, new_len, flags, new_addr);
-	count_map_call();
+	count_map_call(SYS_mremap);
 	return p;
 }

@@ -8,11 +8,11 @@ tests/live/lli_calls.c compiled to IR by clang-14 -O2 -g).
 
   jit_validate.py BACKSTEP JIT WORKDIR LLI CLANG LLI_SOURCE
 
-  - --only '[jit]' with the ptrace driver: only the generated code is
-    checked (the program runs free around it, its mprotect seen at the
-    system call's exit, the jitdump read, the functions' entries given
-    breakpoints): every one of its 21 instructions on each of the N calls,
-    no mismatch, exit 0;
+  - --only '[jit]' with each driver: only the generated code is checked
+    (the program runs free around it, its mprotect seen at the call's exit
+    -- the system call's under ptrace, the C library function's in-process
+    --, the jitdump read, the functions' entries given breakpoints): every
+    one of its 21 instructions on each of the N calls, no mismatch, exit 0;
   - --only 'PROGRAM,[jit]' with each driver: the program and the
     generated code, no mismatch, the same counts from both;
   - lie (J2's unwinding record says 24 where its frame is 32): caught, by
@@ -96,15 +96,18 @@ def main():
     os.makedirs(work)
     name = os.path.basename(jit)
 
-    rc, d = validate(backstep, jit, work, "ptrace", "[jit]")
-    st = d["stats"]
-    check(rc == 0 and d["exit_status"] == 0, f"[jit], ptrace: exit {rc}, program {d['exit_status']}")
-    check(st["instructions_checked"] == N * JIT_INSNS,
-          f"[jit], ptrace: {st['instructions_checked']} checked, want {N * JIT_INSNS}")
-    check(st["mismatching_instructions"] == 0 and not d.get("mismatches"),
-          f"[jit], ptrace: mismatches {d.get('mismatches')}")
-    print(f"[jit] (ptrace): {st['instructions_checked']} checked, "
-          f"{st['mismatching_instructions']} mismatching")
+    for driver in ("ptrace", "inproc"):
+        rc, d = validate(backstep, jit, work, driver, "[jit]")
+        st = d["stats"]
+        check(d["driver"] == driver, f"[jit], {driver}: ran with {d['driver']} ({d.get('driver_note')})")
+        check(rc == 0 and d["exit_status"] == 0,
+              f"[jit], {driver}: exit {rc}, program {d['exit_status']}")
+        check(st["instructions_checked"] == N * JIT_INSNS,
+              f"[jit], {driver}: {st['instructions_checked']} checked, want {N * JIT_INSNS}")
+        check(st["mismatching_instructions"] == 0 and not d.get("mismatches"),
+              f"[jit], {driver}: mismatches {d.get('mismatches')}")
+        print(f"[jit] ({driver}): {st['instructions_checked']} checked, "
+              f"{st['mismatching_instructions']} mismatching")
 
     counts = {}
     for driver in ("ptrace", "inproc"):
