@@ -1524,21 +1524,6 @@ static void finish(void)
 	unlock_outside(&old);
 }
 
-/* Ask to be run under ptrace, and die (a program with a handler). */
-__attribute__((noreturn)) static void fall_back(const char *fmt, ...)
-{
-	char why[256];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	uint64_t old;
-	lock_outside(&old);
-	val_inproc_send_text(g.fd, 'F', why);
-	for (;;)
-		kill(g.pid, SIGKILL);
-}
-
 /* ---- The trap ----------------------------------------------------------- */
 
 /* A trap in a process that is not checked (a vfork child, or after the
@@ -1618,16 +1603,37 @@ static bool maps_changed(void)
 	return changed;
 }
 
-/* The program's own SIGTRAP (raise, kill, an int3 of its own): what its
- * disposition says. A handler of its own is never installed while we
- * check (it falls back to ptrace first); ignored, it is dropped; by
- * default it ends the run, which the program's death would anyway. Called
- * with the lock held; releases it. */
-static void own_trap(void)
+void ip_on_signal(int sig, siginfo_t *si, ucontext_t *uc, uint64_t mask);
+
+/* The program's own SIGTRAP (raise, kill, an int3 of its own, told from
+ * ours by where it stopped and its si_code): what its disposition says.
+ * Its handler (the kernel keeps ours, the table the program's) gets it
+ * as any caught signal does, the checker stepping into it (ip_on_signal,
+ * with the mask the kernel would have given it; the frame is where ours
+ * was put: SA_ONSTACK of the program's is not followed). Ignored, it is
+ * dropped; by default it ends the run, which the program's death would
+ * anyway. Called with the lock held; releases it. */
+static void own_trap(siginfo_t *si, ucontext_t *uc)
 {
-	if (sig_get(SIGTRAP).handler == (uint64_t)(uintptr_t)SIG_IGN) {
+	struct ksa act = sig_get(SIGTRAP);
+	if (act.handler == (uint64_t)(uintptr_t)SIG_IGN) {
 		ip_inside--;
 		unlock();
+		return;
+	}
+	if (is_fn(act.handler)) {
+		ip_inside--;
+		unlock();
+		uint64_t mask;
+		memcpy(&mask, &uc->uc_sigmask, sizeof(mask));
+		mask |= act.mask;
+		if (!(act.flags & SA_NODEFER))
+			mask |= SIGBIT(SIGTRAP);
+		/* The frame returns where the program's would: its restorer
+		 * (the C library's, which unwinders know), not ours. */
+		*(uint64_t *)(void *)((char *)uc - 8) =
+			act.flags & SA_RESTORER ? act.restorer : sigs.restore_rt;
+		ip_on_signal(SIGTRAP, si, uc, mask);
 		return;
 	}
 	if (!g.res.error)
@@ -1758,6 +1764,12 @@ static void trap_stop(void *arg)
 			return;
 		}
 		ev.kind = VAL_EV_STEPPED;
+	} else if (si->si_code == SI_KERNEL && (b = bp_find(pc - 1)) != NULL && b->orig == 0xcc &&
+		   th->stepping && th->step_pc == pc - 1) {
+		/* The program's own int3 under our breakpoint, which its step
+		 * ran: its trap (the step's stop is reported with it). */
+		t->own = true;
+		return;
 	} else if (si->si_code == SI_KERNEL && (b = bp_find(pc - 1)) != NULL) {
 		gr[REG_RIP] = (greg_t)(pc - 1);
 		if (planted(th, pc - 1)) {
@@ -1840,7 +1852,7 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 	struct trap_args t = { .th = th, .si = si, .uc = uc };
 	on_cstack(trap_stop, &t);
 	if (t.own) {
-		own_trap();
+		own_trap(si, uc);
 		return;
 	}
 	ip_inside--;
@@ -2495,10 +2507,9 @@ EXPORT void _Exit(int status)
 /* Signal actions: the kernel's rt_sigaction as the program sees it (its
  * own actions, ours hidden): 0 or -errno. A handler goes into the table
  * and our entry into the kernel (above, "Signals"); SIG_DFL and SIG_IGN go
- * to both. A handler of SIGTRAP while we check cannot be told from our
- * own traps: the program is run again under ptrace (val_inproc.c), the
- * one case left; ignored or default, SIGTRAP stays ours and the table
- * says what the program's own SIGTRAPs get (own_trap). */
+ * to both. SIGTRAP stays ours in the kernel while we check, whatever the
+ * program installs: the table says what the program's own SIGTRAPs get
+ * (own_trap). */
 static long prog_rt_sigaction(int sig, const struct ksa *act, struct ksa *old, size_t setsize)
 {
 	if (setsize != 8 || sig < 1 || sig > KSIG_MAX || (act && (sig == SIGKILL || sig == SIGSTOP)))
@@ -2506,9 +2517,6 @@ static long prog_rt_sigaction(int sig, const struct ksa *act, struct ksa *old, s
 	struct ksa a = { 0 };
 	if (act && raw_read((uint64_t)(uintptr_t)act, &a, sizeof(a)) != sizeof(a))
 		return -EFAULT;
-	if (act && sig == SIGTRAP && is_fn(a.handler) && g.active)
-		fall_back("the program installs a handler for SIGTRAP, which the in-process driver "
-			  "cannot tell from its own traps");
 	uint64_t m;
 	sig_write_begin(&m);
 	struct ksa prev = sigs.act[sig];
