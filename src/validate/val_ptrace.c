@@ -90,6 +90,7 @@ struct pt_thread {
 				  * SIGTRAP (program_trap) */
 	bool report_trap;        /* resumed after that: the signal's stop is
 				  * reported next, the thread not moved */
+	bool delivered;          /* last resumed with a signal */
 	uint64_t lifted;
 	struct user_regs_struct regs;
 };
@@ -513,8 +514,13 @@ static int pt_resume(struct val_driver *d, int tid, enum val_resume how, int sig
 	}
 	if (how == VAL_RESUME_STEP && !th->has_lift && get_regs(th))
 		lift(p, &th->has_lift, &th->lifted, th->regs.rip);
-	if (how == VAL_RESUME_STEP)
+	/* The mask changes only by a system call, a signal's delivery or
+	 * at full speed: looked at after one of those only. */
+	if (how == VAL_RESUME_STEP &&
+	    (th->how != VAL_RESUME_STEP || th->delivered || !th->has_regs ||
+	     th->regs.orig_rax != (unsigned long long)-1))
 		unblock_trap(th->tid);
+	th->delivered = sig != 0;
 	th->how = how;
 	th->has_regs = false;
 	if (ptrace(request_of(how), tid, NULL, (void *)(uintptr_t)sig) != 0)
