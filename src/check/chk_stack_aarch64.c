@@ -1297,62 +1297,42 @@ static const uint16_t a64_dwarf_of_reg[40] = {
 	24, 25, 26, 27, 28, 29, 30, 31, 72, 73, 74, 75, 76, 77, 78, 79,
 };
 
-const struct sk_arch chk_stack_aarch64 = {
-	.arch = BK_ARCH_AARCH64,
-	.sp = A_SP,
-	.fp = 29,
-	.ra_col = 30,
-	/* x19-x29, v8-v15 (their low 64 bits) */
-	.callee_saved = (0x7ffull << 19) | (0xffull << A_V8),
-	/* x0-x18 (x18 is a temporary on Linux); x30 is written by the bl
-	 * itself (a new value: the address after it) */
-	.call_clobbered = 0x7ffffull,
-	.nregs = 40,
-	.reg_of_dwarf_map = a64_reg_of_dwarf,
-	.ndwarf = BK_ARRAY_LEN(a64_reg_of_dwarf),
-	.dwarf_of_reg_map = a64_dwarf_of_reg,
-	.ncmp = 21,
-	.cmp_regs = { 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 72, 73, 74, 75, 76, 77,
-		      78, 79 },
-	.entry_cfa_off = 0,
-	.ra_slot = 0,
-	.stack_align = 16,
-	.table_sizes = 1 | 2 | 4 | 8,
-	.reloc_jump_slot = 1026, /* R_AARCH64_JUMP_SLOT */
-	.reloc_glob_dat = 1025,  /* R_AARCH64_GLOB_DAT */
-	.open = a64_open,
-	.close = a64_close,
-	.decode = a64_decode,
+/* What the fast path and the Capstone-only reference share. */
+#define AARCH64_ARCH_FIELDS \
+	.arch = BK_ARCH_AARCH64, \
+	.sp = A_SP, \
+	.fp = 29, \
+	.ra_col = 30, \
+	/* x19-x29, v8-v15 (their low 64 bits) */ \
+	.callee_saved = (0x7ffull << 19) | (0xffull << A_V8), \
+	/* x0-x18 (x18 is a temporary on Linux); x30 is written by the bl \
+	 * itself (a new value: the address after it) */ \
+	.call_clobbered = 0x7ffffull, \
+	.nregs = 40, \
+	.reg_of_dwarf_map = a64_reg_of_dwarf, \
+	.ndwarf = BK_ARRAY_LEN(a64_reg_of_dwarf), \
+	.dwarf_of_reg_map = a64_dwarf_of_reg, \
+	.ncmp = 21, \
+	.cmp_regs = { 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 72, 73, 74, 75, 76, 77, \
+		      78, 79 }, \
+	.entry_cfa_off = 0, \
+	.ra_slot = 0, \
+	.stack_align = 16, \
+	.table_sizes = 1 | 2 | 4 | 8, \
+	.reloc_jump_slot = 1026, /* R_AARCH64_JUMP_SLOT */ \
+	.reloc_glob_dat = 1025,  /* R_AARCH64_GLOB_DAT */ \
+	.close = a64_close, \
+	.decode = a64_decode, \
 	.text = a64_text,
+
+const struct sk_arch chk_stack_aarch64 = {
+	AARCH64_ARCH_FIELDS
+	.open = a64_open,
 };
 
 /* The same with every instruction through Capstone: what the fast path
  * is tested against (tests/unit/test_a64decode.c). */
 const struct sk_arch chk_stack_aarch64_reference = {
-	.arch = BK_ARCH_AARCH64,
-	.sp = A_SP,
-	.fp = 29,
-	.ra_col = 30,
-	/* x19-x29, v8-v15 (their low 64 bits) */
-	.callee_saved = (0x7ffull << 19) | (0xffull << A_V8),
-	/* x0-x18 (x18 is a temporary on Linux); x30 is written by the bl
-	 * itself (a new value: the address after it) */
-	.call_clobbered = 0x7ffffull,
-	.nregs = 40,
-	.reg_of_dwarf_map = a64_reg_of_dwarf,
-	.ndwarf = BK_ARRAY_LEN(a64_reg_of_dwarf),
-	.dwarf_of_reg_map = a64_dwarf_of_reg,
-	.ncmp = 21,
-	.cmp_regs = { 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 72, 73, 74, 75, 76, 77,
-		      78, 79 },
-	.entry_cfa_off = 0,
-	.ra_slot = 0,
-	.stack_align = 16,
-	.table_sizes = 1 | 2 | 4 | 8,
-	.reloc_jump_slot = 1026, /* R_AARCH64_JUMP_SLOT */
-	.reloc_glob_dat = 1025,  /* R_AARCH64_GLOB_DAT */
+	AARCH64_ARCH_FIELDS
 	.open = a64_open_reference,
-	.close = a64_close,
-	.decode = a64_decode,
-	.text = a64_text,
 };

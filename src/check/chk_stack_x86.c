@@ -1559,58 +1559,40 @@ static const uint16_t x86_dwarf_of_reg[33] = {
 	17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32,
 };
 
-const struct sk_arch chk_stack_x86_64 = {
-	.arch = BK_ARCH_X86_64,
-	.sp = 7,
-	.fp = 6,
-	.ra_col = 16,
-	.callee_saved = BIT(3) | BIT(6) | BIT(12) | BIT(13) | BIT(14) | BIT(15),
-	/* rax, rdx, rcx, rsi, rdi, r8-r11, xmm0-15 */
-	.call_clobbered = BIT(0) | BIT(1) | BIT(2) | BIT(4) | BIT(5) | BIT(8) | BIT(9) | BIT(10) |
-			  BIT(11) | (0xffffull << 17),
-	.nregs = 33,
-	.reg_of_dwarf_map = x86_reg_of_dwarf,
-	.ndwarf = BK_ARRAY_LEN(x86_reg_of_dwarf),
-	.dwarf_of_reg_map = x86_dwarf_of_reg,
-	.ncmp = 8,
-	.cmp_regs = { 3, 6, 12, 13, 14, 15, 16, 7 },
-	.entry_cfa_off = 8,
-	.ra_slot = -8,
-	.stack_align = 16,
-	.table_sizes = 4 | 8,
-	.reloc_jump_slot = 7, /* R_X86_64_JUMP_SLOT */
-	.reloc_glob_dat = 6,  /* R_X86_64_GLOB_DAT */
-	.open = x86_open,
-	.close = x86_close,
-	.decode = x86_decode,
+/* What the fast path and the Capstone-only reference share. */
+#define X86_64_ARCH_FIELDS \
+	.arch = BK_ARCH_X86_64, \
+	.sp = 7, \
+	.fp = 6, \
+	.ra_col = 16, \
+	.callee_saved = BIT(3) | BIT(6) | BIT(12) | BIT(13) | BIT(14) | BIT(15), \
+	/* rax, rdx, rcx, rsi, rdi, r8-r11, xmm0-15 */ \
+	.call_clobbered = BIT(0) | BIT(1) | BIT(2) | BIT(4) | BIT(5) | BIT(8) | BIT(9) | BIT(10) | \
+			  BIT(11) | (0xffffull << 17), \
+	.nregs = 33, \
+	.reg_of_dwarf_map = x86_reg_of_dwarf, \
+	.ndwarf = BK_ARRAY_LEN(x86_reg_of_dwarf), \
+	.dwarf_of_reg_map = x86_dwarf_of_reg, \
+	.ncmp = 8, \
+	.cmp_regs = { 3, 6, 12, 13, 14, 15, 16, 7 }, \
+	.entry_cfa_off = 8, \
+	.ra_slot = -8, \
+	.stack_align = 16, \
+	.table_sizes = 4 | 8, \
+	.reloc_jump_slot = 7, /* R_X86_64_JUMP_SLOT */ \
+	.reloc_glob_dat = 6,  /* R_X86_64_GLOB_DAT */ \
+	.close = x86_close, \
+	.decode = x86_decode, \
 	.text = x86_text,
+
+const struct sk_arch chk_stack_x86_64 = {
+	X86_64_ARCH_FIELDS
+	.open = x86_open,
 };
 
 /* The same with every instruction through Capstone: what the fast path
  * is tested against (tests/unit/test_x86decode.c). */
 const struct sk_arch chk_stack_x86_64_reference = {
-	.arch = BK_ARCH_X86_64,
-	.sp = 7,
-	.fp = 6,
-	.ra_col = 16,
-	.callee_saved = BIT(3) | BIT(6) | BIT(12) | BIT(13) | BIT(14) | BIT(15),
-	/* rax, rdx, rcx, rsi, rdi, r8-r11, xmm0-15 */
-	.call_clobbered = BIT(0) | BIT(1) | BIT(2) | BIT(4) | BIT(5) | BIT(8) | BIT(9) | BIT(10) |
-			  BIT(11) | (0xffffull << 17),
-	.nregs = 33,
-	.reg_of_dwarf_map = x86_reg_of_dwarf,
-	.ndwarf = BK_ARRAY_LEN(x86_reg_of_dwarf),
-	.dwarf_of_reg_map = x86_dwarf_of_reg,
-	.ncmp = 8,
-	.cmp_regs = { 3, 6, 12, 13, 14, 15, 16, 7 },
-	.entry_cfa_off = 8,
-	.ra_slot = -8,
-	.stack_align = 16,
-	.table_sizes = 4 | 8,
-	.reloc_jump_slot = 7, /* R_X86_64_JUMP_SLOT */
-	.reloc_glob_dat = 6,  /* R_X86_64_GLOB_DAT */
+	X86_64_ARCH_FIELDS
 	.open = x86_open_reference,
-	.close = x86_close,
-	.decode = x86_decode,
-	.text = x86_text,
 };

@@ -16,17 +16,9 @@
 #define STR(x) STR_(x)
 #define CS_SONAME "libcapstone.so." STR(CS_API_MAJOR)
 
-static struct {
-	bool ok;
-	__typeof__(cs_open) *open;
-	__typeof__(cs_option) *option;
-	__typeof__(cs_malloc) *malloc;
-	__typeof__(cs_free) *free;
-	__typeof__(cs_close) *close;
-	__typeof__(cs_disasm_iter) *disasm_iter;
-	__typeof__(cs_insn_group) *insn_group;
-	__typeof__(cs_reg_name) *reg_name;
-} cs;
+/* Capstone's functions, from the library loaded or as provided. */
+static struct insn_capstone cs;
+static bool cs_ok;
 
 static pthread_once_t cs_once = PTHREAD_ONCE_INIT;
 static const struct insn_capstone *provided;
@@ -39,35 +31,26 @@ void insn_provide(const struct insn_capstone *fns)
 static void load_capstone(void)
 {
 	if (provided) {
-		cs.open = provided->open;
-		cs.option = provided->option;
-		cs.malloc = provided->malloc;
-		cs.free = provided->free;
-		cs.close = provided->close;
-		cs.disasm_iter = provided->disasm_iter;
-		cs.insn_group = provided->insn_group;
-		cs.reg_name = provided->reg_name;
-		cs.ok = cs.open && cs.option && cs.malloc && cs.free && cs.close && cs.disasm_iter &&
-			cs.insn_group && cs.reg_name;
-		return;
-	}
-	void *h = dlopen(CS_SONAME, RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		h = dlopen("libcapstone.so", RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		return;
-	/* POSIX: a function pointer round-trips through void *. */
+		cs = *provided;
+	} else {
+		void *h = dlopen(CS_SONAME, RTLD_NOW | RTLD_LOCAL);
+		if (!h)
+			h = dlopen("libcapstone.so", RTLD_NOW | RTLD_LOCAL);
+		if (!h)
+			return;
+		/* POSIX: a function pointer round-trips through void *. */
 #define SYM(field, name) *(void **)&cs.field = dlsym(h, name)
-	SYM(open, "cs_open");
-	SYM(option, "cs_option");
-	SYM(malloc, "cs_malloc");
-	SYM(free, "cs_free");
-	SYM(close, "cs_close");
-	SYM(disasm_iter, "cs_disasm_iter");
-	SYM(insn_group, "cs_insn_group");
-	SYM(reg_name, "cs_reg_name");
+		SYM(open, "cs_open");
+		SYM(option, "cs_option");
+		SYM(malloc, "cs_malloc");
+		SYM(free, "cs_free");
+		SYM(close, "cs_close");
+		SYM(disasm_iter, "cs_disasm_iter");
+		SYM(insn_group, "cs_insn_group");
+		SYM(reg_name, "cs_reg_name");
 #undef SYM
-	cs.ok = cs.open && cs.option && cs.malloc && cs.free && cs.close && cs.disasm_iter &&
+	}
+	cs_ok = cs.open && cs.option && cs.malloc && cs.free && cs.close && cs.disasm_iter &&
 		cs.insn_group && cs.reg_name;
 }
 
@@ -91,7 +74,7 @@ int insn_open(enum bk_arch arch, struct insn_dec **out)
 	default: return BK_E_UNSUPPORTED;
 	}
 	pthread_once(&cs_once, load_capstone);
-	if (!cs.ok)
+	if (!cs_ok)
 		return BK_E_UNSUPPORTED;
 	struct insn_dec *d = base_calloc(1, sizeof(*d));
 	if (!d)

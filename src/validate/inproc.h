@@ -11,6 +11,20 @@
 
 #include <capstone/capstone.h>
 
+/* A system call without the C library (its wrappers may be where a step
+ * planted an int3, and set errno): the raw result, -errno on failure. */
+static inline long ip_syscall6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	long ret;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	__asm__ volatile("syscall" : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
 /* Non-zero while this thread runs the driver: its SIGTRAP and signal
  * handlers, and the few places where it runs the checker outside them.
  * Every allocation made meanwhile, whoever makes it, is the private

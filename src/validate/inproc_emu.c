@@ -139,6 +139,14 @@ bool ip_emu_decode(const cs_insn *i, struct ip_emu *e)
 	}
 	if (x->prefix[0] || x->addr_size != 8)
 		return false; /* LOCK, REP; 32-bit addressing */
+	/* Capstone 4 gives the 64-bit operand size to 16-bit push, pop and
+	 * leave (66 prefix) and to movsxd without REX.W (which writes 32
+	 * bits): the CPU's sizes are not what it says, so they are stepped. */
+	bool opsize16 = x->prefix[2] == 0x66;
+	if (opsize16 && (i->id == X86_INS_LEAVE || i->id == X86_INS_PUSH || i->id == X86_INS_POP))
+		return false;
+	if (i->id == X86_INS_MOVSXD && !(x->rex & 8))
+		return false;
 	unsigned n = x->op_count;
 	const cs_x86_op *op = x->operands;
 	uint8_t kind = EMU_NONE, alu = 0;
@@ -192,7 +200,7 @@ bool ip_emu_decode(const cs_insn *i, struct ip_emu *e)
 		return false;
 	if (want == 2 && !operand(&op[1], &e->src))
 		return false;
-	e->size = kind == EMU_PUSH ? op[0].size : op[0].size;
+	e->size = op[0].size;
 	e->src_size = want == 2 ? op[1].size : 0;
 	switch (kind) {
 	case EMU_MOV:

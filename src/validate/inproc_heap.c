@@ -65,34 +65,22 @@ static struct {
 	atomic_int state;        /* 0 not reserved, 1 reserving, 2 ready, 3 failed */
 } ph = { .lock = ATOMIC_FLAG_INIT };
 
-static long sys6(long nr, long a, long b, long c, long d, long e, long f)
-{
-	long ret;
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	__asm__ volatile("syscall" : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
 /* Every signal blocked, the old mask into *OLD (8 bytes: the kernel's). */
 static void block_all(uint64_t *old)
 {
 	uint64_t all = ~0ull;
-	sys6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)old, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)old, 8, 0, 0);
 }
 
 static void restore_mask(const uint64_t *old)
 {
-	sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, 8, 0, 0);
 }
 
 static void lock(void)
 {
 	while (atomic_flag_test_and_set_explicit(&ph.lock, memory_order_acquire))
-		sys6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+		ip_syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 }
 
 static void unlock(void)
@@ -111,12 +99,12 @@ static bool reserve(void)
 	int zero = 0;
 	if (!atomic_compare_exchange_strong(&ph.state, &zero, 1)) {
 		while ((st = atomic_load_explicit(&ph.state, memory_order_acquire)) == 1)
-			sys6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+			ip_syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 		return st == 2;
 	}
 	static const uint64_t sizes[] = { 64ull << 30, 8ull << 30, 1ull << 30, 256ull << 20 };
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
-		long p = sys6(SYS_mmap, 0, (long)sizes[i], PROT_NONE,
+		long p = ip_syscall6(SYS_mmap, 0, (long)sizes[i], PROT_NONE,
 			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if ((unsigned long)p > -4096ul)
 			continue;
@@ -156,7 +144,7 @@ static uint8_t *take(unsigned cls)
 		need = (need + COMMIT_STEP - 1) / COMMIT_STEP * COMMIT_STEP;
 		if (need > (size_t)(ph.end - ph.usable))
 			need = (size_t)(ph.end - ph.usable);
-		if (sys6(SYS_mprotect, (long)ph.usable, (long)need, PROT_READ | PROT_WRITE, 0, 0, 0))
+		if (ip_syscall6(SYS_mprotect, (long)ph.usable, (long)need, PROT_READ | PROT_WRITE, 0, 0, 0))
 			return NULL;
 		ph.usable += need;
 	}
@@ -492,11 +480,11 @@ static void patch_slot(uint64_t *slot, void *to, uint64_t relro_lo, uint64_t rel
 {
 	uint64_t page = (uint64_t)(uintptr_t)slot & ~(uint64_t)4095;
 	bool ro = (uint64_t)(uintptr_t)slot >= relro_lo && (uint64_t)(uintptr_t)slot < relro_hi;
-	if (ro && sys6(SYS_mprotect, (long)page, 4096, PROT_READ | PROT_WRITE, 0, 0, 0))
+	if (ro && ip_syscall6(SYS_mprotect, (long)page, 4096, PROT_READ | PROT_WRITE, 0, 0, 0))
 		return;
 	*(volatile uint64_t *)slot = (uint64_t)(uintptr_t)to;
 	if (ro)
-		sys6(SYS_mprotect, (long)page, 4096, PROT_READ, 0, 0, 0);
+		ip_syscall6(SYS_mprotect, (long)page, 4096, PROT_READ, 0, 0, 0);
 }
 
 static int patch_object(struct dl_phdr_info *info, size_t size, void *data)

@@ -133,6 +133,7 @@ static struct {
 	int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);
+	void *(*mmap)(void *, size_t, int, int, int, off_t);
 	int (*munmap)(void *, size_t);
 	int (*mprotect)(void *, size_t, int);
 	void *(*mremap)(void *, size_t, size_t, int, ...);
@@ -163,6 +164,7 @@ static void resolve_reals(void)
 	REAL(pthread_create);
 	REAL(execve);
 	REAL(execvpe);
+	REAL(mmap);
 	REAL(munmap);
 	REAL(mprotect);
 	REAL(mremap);
@@ -218,6 +220,9 @@ struct ip_thread {
 	const struct bk_regs *fake; /* a stop outside the handler (the wrapper) */
 	bool stepping;           /* TF was set by us */
 	bool then_run;           /* stepping off a breakpoint, then at full speed */
+	bool sys_stops;          /* at full speed with system-call stops asked
+				  * (VAL_RESUME_SYSCALLS): its map calls are
+				  * reported (below, "Maps") */
 	bool interrupted;        /* an interrupt's tgkill is on its way */
 	uint64_t lifted;         /* the breakpoint lifted for its step, or 0 */
 	uint64_t step[2];        /* int3s planted for its step (where it may go) */
@@ -322,18 +327,6 @@ static long raw_syscall3(long nr, long a, long b, long c)
 	return ret;
 }
 
-static long raw_syscall6(long nr, long a, long b, long c, long d, long e, long f)
-{
-	long ret;
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	__asm__ volatile("syscall" : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
 static int gettid_raw(void)
 {
 	return (int)raw_syscall0(SYS_gettid);
@@ -356,7 +349,7 @@ static const uint64_t all_but_trap = ~(SIGBIT(SIGTRAP) | FAULTS);
  * exec): signals blocked and the thread marked inside, as in a handler. */
 static void lock_outside(uint64_t *old)
 {
-	raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all_but_trap, (long)old, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all_but_trap, (long)old, 8, 0, 0);
 	ip_inside++;
 	lock();
 }
@@ -365,7 +358,7 @@ static void unlock_outside(const uint64_t *old)
 {
 	unlock();
 	ip_inside--;
-	raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, 8, 0, 0);
 }
 
 static struct ip_thread *find_th(int tid)
@@ -435,7 +428,6 @@ static bool is_fn(uint64_t handler)
 	return handler != (uint64_t)(uintptr_t)SIG_DFL && handler != (uint64_t)(uintptr_t)SIG_IGN;
 }
 
-static long raw_syscall6(long nr, long a, long b, long c, long d, long e, long f);
 
 /* The program's action for SIG as it stands. */
 static struct ksa sig_get(int sig)
@@ -444,7 +436,7 @@ static struct ksa sig_get(int sig)
 	for (unsigned tries = 0;; tries++) {
 		unsigned seq = atomic_load_explicit(&sigs.seq, memory_order_acquire);
 		if ((seq & 1) && tries < 100000) {
-			raw_syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+			ip_syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 			continue;
 		}
 		a = sigs.act[sig];
@@ -456,9 +448,9 @@ static struct ksa sig_get(int sig)
 
 static void sig_write_begin(uint64_t *old)
 {
-	raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&(uint64_t){ ~0ull }, (long)old, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&(uint64_t){ ~0ull }, (long)old, 8, 0, 0);
 	while (atomic_flag_test_and_set_explicit(&sigs.lock, memory_order_acquire))
-		raw_syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+		ip_syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 	atomic_fetch_add_explicit(&sigs.seq, 1, memory_order_acq_rel);
 }
 
@@ -466,7 +458,7 @@ static void sig_write_end(const uint64_t *old)
 {
 	atomic_fetch_add_explicit(&sigs.seq, 1, memory_order_release);
 	atomic_flag_clear_explicit(&sigs.lock, memory_order_release);
-	raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)old, 0, 8, 0, 0);
 }
 
 /* ---- Memory and breakpoints ----------------------------------------------- */
@@ -1105,7 +1097,7 @@ static uint8_t *scratch_of(struct ip_thread *th)
 	if (!g.scratch) {
 		/* Near the executable, for RIP-relative displacements. */
 		uint64_t hint = (getauxval(AT_ENTRY) & ~(uint64_t)0xfffff) - (256u << 20);
-		void *p = (void *)raw_syscall6(SYS_mmap, (long)hint, MAX_THREADS * 32,
+		void *p = (void *)ip_syscall6(SYS_mmap, (long)hint, MAX_THREADS * 32,
 					       PROT_READ | PROT_WRITE | PROT_EXEC,
 					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if ((unsigned long)p > -4096ul)
@@ -1319,6 +1311,7 @@ static int ip_resume(struct val_driver *d, int tid, enum val_resume how, int sig
 	struct ip_thread *th = find_th(tid);
 	if (!th)
 		return BK_E_NOT_FOUND;
+	th->sys_stops = how == VAL_RESUME_SYSCALLS;
 	if (th->hold)
 		return 0; /* a signal's stop follows: the step is not made */
 	if (th->signalled) {
@@ -1531,21 +1524,6 @@ static void finish(void)
 	unlock_outside(&old);
 }
 
-/* Ask to be run under ptrace, and die (a program with a handler). */
-__attribute__((noreturn)) static void fall_back(const char *fmt, ...)
-{
-	char why[256];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	uint64_t old;
-	lock_outside(&old);
-	val_inproc_send_text(g.fd, 'F', why);
-	for (;;)
-		kill(g.pid, SIGKILL);
-}
-
 /* ---- The trap ----------------------------------------------------------- */
 
 /* A trap in a process that is not checked (a vfork child, or after the
@@ -1625,16 +1603,37 @@ static bool maps_changed(void)
 	return changed;
 }
 
-/* The program's own SIGTRAP (raise, kill, an int3 of its own): what its
- * disposition says. A handler of its own is never installed while we
- * check (it falls back to ptrace first); ignored, it is dropped; by
- * default it ends the run, which the program's death would anyway. Called
- * with the lock held; releases it. */
-static void own_trap(void)
+void ip_on_signal(int sig, siginfo_t *si, ucontext_t *uc, uint64_t mask);
+
+/* The program's own SIGTRAP (raise, kill, an int3 of its own, told from
+ * ours by where it stopped and its si_code): what its disposition says.
+ * Its handler (the kernel keeps ours, the table the program's) gets it
+ * as any caught signal does, the checker stepping into it (ip_on_signal,
+ * with the mask the kernel would have given it; the frame is where ours
+ * was put: SA_ONSTACK of the program's is not followed). Ignored, it is
+ * dropped; by default it ends the run, which the program's death would
+ * anyway. Called with the lock held; releases it. */
+static void own_trap(siginfo_t *si, ucontext_t *uc)
 {
-	if (sig_get(SIGTRAP).handler == (uint64_t)(uintptr_t)SIG_IGN) {
+	struct ksa act = sig_get(SIGTRAP);
+	if (act.handler == (uint64_t)(uintptr_t)SIG_IGN) {
 		ip_inside--;
 		unlock();
+		return;
+	}
+	if (is_fn(act.handler)) {
+		ip_inside--;
+		unlock();
+		uint64_t mask;
+		memcpy(&mask, &uc->uc_sigmask, sizeof(mask));
+		mask |= act.mask;
+		if (!(act.flags & SA_NODEFER))
+			mask |= SIGBIT(SIGTRAP);
+		/* The frame returns where the program's would: its restorer
+		 * (the C library's, which unwinders know), not ours. */
+		*(uint64_t *)(void *)((char *)uc - 8) =
+			act.flags & SA_RESTORER ? act.restorer : sigs.restore_rt;
+		ip_on_signal(SIGTRAP, si, uc, mask);
 		return;
 	}
 	if (!g.res.error)
@@ -1697,7 +1696,7 @@ static void on_cstack(void (*fn)(void *), void *arg)
 
 static void make_cstack(void)
 {
-	long p = raw_syscall6(SYS_mmap, 0, CSTACK_LEN + 4096, PROT_READ | PROT_WRITE,
+	long p = ip_syscall6(SYS_mmap, 0, CSTACK_LEN + 4096, PROT_READ | PROT_WRITE,
 			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if ((unsigned long)p > -4096ul)
 		return; /* the handlers' own stacks, then */
@@ -1765,6 +1764,12 @@ static void trap_stop(void *arg)
 			return;
 		}
 		ev.kind = VAL_EV_STEPPED;
+	} else if (si->si_code == SI_KERNEL && (b = bp_find(pc - 1)) != NULL && b->orig == 0xcc &&
+		   th->stepping && th->step_pc == pc - 1) {
+		/* The program's own int3 under our breakpoint, which its step
+		 * ran: its trap (the step's stop is reported with it). */
+		t->own = true;
+		return;
 	} else if (si->si_code == SI_KERNEL && (b = bp_find(pc - 1)) != NULL) {
 		gr[REG_RIP] = (greg_t)(pc - 1);
 		if (planted(th, pc - 1)) {
@@ -1832,7 +1837,7 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 		 * need them (above, "Reading memory"); sigreturn blocks them
 		 * again. */
 		uint64_t faults = FAULTS;
-		raw_syscall6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&faults, 0, 8, 0, 0);
+		ip_syscall6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&faults, 0, 8, 0, 0);
 	}
 	ip_inside++;
 	lock();
@@ -1847,7 +1852,7 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 	struct trap_args t = { .th = th, .si = si, .uc = uc };
 	on_cstack(trap_stop, &t);
 	if (t.own) {
-		own_trap();
+		own_trap(si, uc);
 		return;
 	}
 	ip_inside--;
@@ -2004,7 +2009,10 @@ static __thread struct {
 static void defer(int sig, const siginfo_t *si, ucontext_t *uc)
 {
 	uint64_t *mask = (uint64_t *)(void *)&uc->uc_sigmask;
-	if (!(*mask & SIGBIT(sig))) {
+	/* SIGSEGV and SIGBUS (sent by someone) are never blocked here: the
+	 * interrupted context may be the driver's, whose reads catch their
+	 * faults (a fault blocked is the kernel's kill). */
+	if (!(SIGBIT(sig) & FAULTS) && !(*mask & SIGBIT(sig))) {
 		*mask |= SIGBIT(sig);
 		deferred.added |= SIGBIT(sig);
 	}
@@ -2015,13 +2023,15 @@ static void defer(int sig, const siginfo_t *si, ucontext_t *uc)
 }
 
 /* Queue the deferred signals again (they are blocked until the thread
- * returns into the program). */
+ * returns into the program). The context they were blocked in is left
+ * now (after its mask was computed without them): ADDED is over. */
 static void requeue_deferred(void)
 {
 	for (unsigned i = 0; i < deferred.n; i++)
-		raw_syscall6(SYS_rt_tgsigqueueinfo, getpid_raw(), gettid_raw(), deferred.sig[i],
+		ip_syscall6(SYS_rt_tgsigqueueinfo, getpid_raw(), gettid_raw(), deferred.sig[i],
 			     (long)&deferred.info[i], 0, 0);
 	deferred.n = 0;
+	deferred.added = 0;
 }
 
 /* Into the context GR (the handler's entry: above) with MASK, at once:
@@ -2073,8 +2083,8 @@ static void entry_regs(int sig, siginfo_t *si, ucontext_t *uc, const struct ksa 
 static void default_action(int sig, siginfo_t *si)
 {
 	struct ksa dfl = { .handler = (uint64_t)(uintptr_t)SIG_DFL };
-	raw_syscall6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
-	raw_syscall6(SYS_rt_tgsigqueueinfo, getpid_raw(), gettid_raw(), sig, (long)si, 0, 0);
+	ip_syscall6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
+	ip_syscall6(SYS_rt_tgsigqueueinfo, getpid_raw(), gettid_raw(), sig, (long)si, 0, 0);
 }
 
 /* A caught signal of thread TH, lock held (on the checker's stack): the
@@ -2088,6 +2098,27 @@ struct sig_args {
 	bool deliver;            /* out: into the handler (else dropped) */
 };
 
+/* The end of the kernel's signal frame whose ucontext is UC: its FPU
+ * state's (an XSAVE area can pass 8 KiB: AMX), or the interrupted
+ * stack's red zone when the frame is on that stack. */
+static uint64_t frame_top(const ucontext_t *uc)
+{
+	uint64_t at = (uint64_t)(uintptr_t)uc, top = at + STACK_SLACK;
+	uint64_t fp = (uint64_t)(uintptr_t)uc->uc_mcontext.fpregs;
+	if (fp > at && fp - at < STACK_SLACK) {
+		/* struct _fpx_sw_bytes at 464 of the fxsave area: magic1,
+		 * extended_size (the whole XSAVE area) */
+		const uint32_t *sw = (const uint32_t *)(uintptr_t)(fp + 464);
+		uint64_t size = sw[0] == 0x46505853u /* FP_XSTATE_MAGIC1 */ ? sw[1] : 512;
+		if (fp + size > top)
+			top = fp + size;
+	}
+	uint64_t sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
+	if (sp > at && sp - at < (1u << 20) && sp - 128 > top)
+		top = sp - 128;
+	return top;
+}
+
 static void signal_stop(void *arg)
 {
 	struct sig_args *a = arg;
@@ -2097,7 +2128,7 @@ static void signal_stop(void *arg)
 	/* The kernel's frame (with its FPU state, above the ucontext) and
 	 * our frames below it. */
 	th->guard.lo = (uint64_t)(uintptr_t)a->uc - 8 - STACK_SLACK;
-	th->guard.hi = (uint64_t)(uintptr_t)a->uc + STACK_SLACK;
+	th->guard.hi = frame_top(a->uc);
 	end_lift(th);
 	bool done = false;
 	if (th->land && pc == landing(th)) {
@@ -2184,7 +2215,7 @@ void ip_on_signal(int sig, siginfo_t *si, ucontext_t *uc, uint64_t mask)
 		 * as any crash (by the kernel's default action). */
 		if (fault) {
 			struct ksa dfl = { .handler = (uint64_t)(uintptr_t)SIG_DFL };
-			raw_syscall6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
+			ip_syscall6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
 		} else {
 			defer(sig, si, uc);
 		}
@@ -2193,7 +2224,7 @@ void ip_on_signal(int sig, siginfo_t *si, ucontext_t *uc, uint64_t mask)
 	if (mask & FAULTS) {
 		/* The handler's mask blocks them; our reads need them. */
 		uint64_t faults = FAULTS;
-		raw_syscall6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&faults, 0, 8, 0, 0);
+		ip_syscall6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&faults, 0, 8, 0, 0);
 	}
 	mask &= ~deferred.added;
 	deferred.added = 0;
@@ -2303,7 +2334,7 @@ extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 
 static long raw_rt_sigaction(int sig, const struct ksa *act, struct ksa *old)
 {
-	return raw_syscall6(SYS_rt_sigaction, sig, (long)act, (long)old, 8, 0, 0);
+	return ip_syscall6(SYS_rt_sigaction, sig, (long)act, (long)old, 8, 0, 0);
 }
 
 /* Our entry for the program's action A (a handler) of SIG, as the kernel
@@ -2401,7 +2432,7 @@ __attribute__((constructor)) static void ip_init(void)
 		return;
 	hide_environment();
 	uint64_t mask;
-	raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all_but_trap, (long)&mask, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all_but_trap, (long)&mask, 8, 0, 0);
 	ip_inside++;
 	ip_heap_take_over();
 	make_cstack();
@@ -2455,7 +2486,7 @@ __attribute__((constructor)) static void ip_init(void)
 	unlock();
 out:
 	ip_inside--;
-	raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, 8, 0, 0);
 }
 
 /* ---- What the program calls --------------------------------------------- */
@@ -2476,10 +2507,9 @@ EXPORT void _Exit(int status)
 /* Signal actions: the kernel's rt_sigaction as the program sees it (its
  * own actions, ours hidden): 0 or -errno. A handler goes into the table
  * and our entry into the kernel (above, "Signals"); SIG_DFL and SIG_IGN go
- * to both. A handler of SIGTRAP while we check cannot be told from our
- * own traps: the program is run again under ptrace (val_inproc.c), the
- * one case left; ignored or default, SIGTRAP stays ours and the table
- * says what the program's own SIGTRAPs get (own_trap). */
+ * to both. SIGTRAP stays ours in the kernel while we check, whatever the
+ * program installs: the table says what the program's own SIGTRAPs get
+ * (own_trap). */
 static long prog_rt_sigaction(int sig, const struct ksa *act, struct ksa *old, size_t setsize)
 {
 	if (setsize != 8 || sig < 1 || sig > KSIG_MAX || (act && (sig == SIGKILL || sig == SIGSTOP)))
@@ -2487,9 +2517,6 @@ static long prog_rt_sigaction(int sig, const struct ksa *act, struct ksa *old, s
 	struct ksa a = { 0 };
 	if (act && raw_read((uint64_t)(uintptr_t)act, &a, sizeof(a)) != sizeof(a))
 		return -EFAULT;
-	if (act && sig == SIGTRAP && is_fn(a.handler) && g.active)
-		fall_back("the program installs a handler for SIGTRAP, which the in-process driver "
-			  "cannot tell from its own traps");
 	uint64_t m;
 	sig_write_begin(&m);
 	struct ksa prev = sigs.act[sig];
@@ -2560,10 +2587,9 @@ EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *o
 	return sigaction(sig, act, old);
 }
 
-/* signal(), bsd_signal(), ssignal(): the C library's BSD semantics (the
- * signal blocked in its handler, system calls restarted unless
- * siginterrupt said otherwise). */
-static sighandler_t bsd_sig(int sig, sighandler_t h)
+/* A handler installed by one of the old interfaces: H for SIG with
+ * FLAGS, SIG itself blocked in it or not. */
+static sighandler_t install_old(int sig, sighandler_t h, bool block_self, int flags)
 {
 	if (h == SIG_ERR || sig < 1 || sig > KSIG_MAX) {
 		errno = EINVAL;
@@ -2573,11 +2599,21 @@ static sighandler_t bsd_sig(int sig, sighandler_t h)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = h;
 	sigemptyset(&sa.sa_mask);
-	sigaddset(&sa.sa_mask, sig);
-	sa.sa_flags = sigs.intr & SIGBIT(sig) ? 0 : SA_RESTART;
+	if (block_self)
+		sigaddset(&sa.sa_mask, sig);
+	sa.sa_flags = flags;
 	if (lib_sigaction(sig, &sa, &old) < 0)
 		return SIG_ERR;
 	return old.sa_handler;
+}
+
+/* signal(), bsd_signal(), ssignal(): the C library's BSD semantics (the
+ * signal blocked in its handler, system calls restarted unless
+ * siginterrupt said otherwise). */
+static sighandler_t bsd_sig(int sig, sighandler_t h)
+{
+	bool intr = sig >= 1 && sig <= KSIG_MAX && (sigs.intr & SIGBIT(sig));
+	return install_old(sig, h, true, intr ? 0 : SA_RESTART);
 }
 
 EXPORT sighandler_t signal(int sig, sighandler_t h)
@@ -2607,18 +2643,8 @@ EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
 		REAL(sysv_signal);
 		return real.sysv_signal(sig, h);
 	}
-	if (h == SIG_ERR || sig < 1 || sig > KSIG_MAX) {
-		errno = EINVAL;
-		return SIG_ERR;
-	}
-	struct sigaction sa, old;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = h;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = (int)(SA_RESETHAND | SA_NODEFER | 0x20000000 /* SA_INTERRUPT */);
-	if (lib_sigaction(sig, &sa, &old) < 0)
-		return SIG_ERR;
-	return old.sa_handler;
+	return install_old(sig, h, false,
+			   (int)(SA_RESETHAND | SA_NODEFER | 0x20000000 /* SA_INTERRUPT */));
 }
 
 EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
@@ -2819,7 +2845,7 @@ static void *thread_start(void *p)
 	/* Born with every signal blocked (below): none comes before the
 	 * checker knows the thread. */
 	thread_event(VAL_EV_STOPPED);
-	raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&s.mask, 0, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&s.mask, 0, 8, 0, 0);
 	void *ret = s.fn(s.arg);
 	__asm__ volatile("" ::: "memory"); /* not a tail call: our frame is the caller's */
 	thread_event(VAL_EV_EXITED);
@@ -2838,9 +2864,9 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 	 * (unless ATTR gives one): every signal blocked, the creator's mask
 	 * given back by thread_start. */
 	uint64_t all = all_but_trap;
-	raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&s->mask, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&s->mask, 8, 0, 0);
 	int err = real.pthread_create(t, attr, thread_start, s);
-	raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&s->mask, 0, 8, 0, 0);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&s->mask, 0, 8, 0, 0);
 	if (err)
 		free(s);
 	return err;
@@ -2990,21 +3016,47 @@ EXPORT int execvp(const char *file, char *const argv[])
 /* A call of the program's: the checker's own (its libraries map the files
  * it reads) are made inside the handler and change no code of the
  * program's. */
-static void count_map_call(void)
+/* The exit of a map call of a thread at full speed, reported as the
+ * ptrace driver's system-call stop is: the checker may read the map now,
+ * before the thread runs what it mapped (a JIT's code). */
+static void map_stop(void *arg)
 {
-	if (!ip_inside)
-		atomic_fetch_add_explicit(&map_calls, 1, memory_order_relaxed);
+	struct ip_thread *th = self_th;
+	if (!th || th->tid != self_tid || !th->sys_stops)
+		return;
+	struct bk_regs r;
+	memset(&r, 0, sizeof(r));
+	bk_regs_set(&r, VAL_REG_PC, (uint64_t)(uintptr_t)&map_stop);
+	bk_regs_set(&r, VAL_REG_SP, (uint64_t)(uintptr_t)__builtin_frame_address(0));
+	th->fake = &r;
+	struct val_event ev = { .kind = VAL_EV_SYSCALL, .tid = th->tid, .exit = true,
+				.nr = *(const long *)arg, .maps_changed = maps_changed() };
+	val_checker_event(g.c, &ev);
+	th->fake = NULL;
+}
+
+/* After the program's call NR (SYS_mmap, ...; not the driver's own). */
+static void count_map_call(long nr)
+{
+	if (ip_inside)
+		return;
+	atomic_fetch_add_explicit(&map_calls, 1, memory_order_relaxed);
+	if (!g.active || !self_th || self_th->tid != self_tid || !self_th->sys_stops)
+		return;
+	uint64_t old;
+	lock_outside(&old);
+	if (g.active)
+		on_cstack(map_stop, &nr);
+	unlock_outside(&old);
 }
 
 /* Both names, each by its own symbol (with _FILE_OFFSET_BITS=64 the
  * header renames mmap to mmap64). */
 static void *count_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	static void *(*real)(void *, size_t, int, int, int, off_t);
-	if (!real)
-		*(void **)&real = dlsym(RTLD_NEXT, "mmap");
-	void *p = real(addr, len, prot, flags, fd, off);
-	count_map_call();
+	REAL(mmap);
+	void *p = real.mmap(addr, len, prot, flags, fd, off);
+	count_map_call(SYS_mmap);
 	return p;
 }
 
@@ -3026,7 +3078,7 @@ EXPORT int munmap(void *addr, size_t len)
 {
 	REAL(munmap);
 	int rc = real.munmap(addr, len);
-	count_map_call();
+	count_map_call(SYS_munmap);
 	return rc;
 }
 
@@ -3034,7 +3086,7 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 {
 	REAL(mprotect);
 	int rc = real.mprotect(addr, len, prot);
-	count_map_call();
+	count_map_call(SYS_mprotect);
 	return rc;
 }
 
@@ -3049,6 +3101,6 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		va_end(ap);
 	}
 	void *p = real.mremap(old, old_len, new_len, flags, new_addr);
-	count_map_call();
+	count_map_call(SYS_mremap);
 	return p;
 }

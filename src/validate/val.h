@@ -267,7 +267,9 @@ BK_HIDDEN const struct val_arch *val_arch_get(enum bk_arch arch);
  * registers from the handler's ucontext, reads memory directly, writes
  * int3s into code pages made writable, and sees no system call of a thread
  * at full speed (it says maps_changed when the dynamic loader's list of
- * modules changed).
+ * modules changed) but the exits of the C library's mmap, munmap,
+ * mprotect and mremap called by the program, which it reports as
+ * system-call stops to a thread resumed with VAL_RESUME_SYSCALLS.
  *
  * Threads are independent: each stops on its own, is reported once per
  * stop and stays stopped until the checker resumes it (an all-stop stub's

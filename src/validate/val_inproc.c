@@ -11,15 +11,13 @@
  * compression libraries, Capstone: their code would be stepped while the
  * checker calls it), and not --step-all (which steps libc). Elsewhere
  * BK_E_UNSUPPORTED and a note, before anything ran: val_run then uses the
- * ptrace driver. The program itself may ask for that after it started: a
- * program that installs a handler of SIGTRAP (which the driver cannot tell
- * from its own traps; other handlers are stepped into) sends a fallback
- * message and is killed; the run is made again under ptrace, with the note
- * saying so.
+ * ptrace driver. Once started, a program stays in-process: its signal
+ * handlers are stepped into, SIGTRAP's too (its own traps are told from
+ * the driver's).
  *
  * The pipe carries messages (a u32 length, a type byte, a payload): 'R' a
  * snapshot of the result of one image (about once a second, and the last
- * one at exit or before an exec), 'F' a fallback with its reason, 'E' the
+ * one at exit or before an exec), 'E' the
  * exec's errno when the program could not be run. A snapshot is the
  * val_stats and val_mismatch structures as bytes (both ends are the same
  * build) and the strings after them. Images (exec) are numbered by the
@@ -532,7 +530,7 @@ int val_inproc_run(char *const *argv, const struct val_opts *o, struct val_resul
 	}
 	struct image *ims = NULL;
 	size_t nims = 0;
-	bool fallback = false, killed = false;
+	bool killed = false;
 	for (;;) {
 		if (o->stop && *o->stop && !killed) {
 			kill(pid, SIGKILL);
@@ -572,12 +570,6 @@ int val_inproc_run(char *const *argv, const struct val_opts *o, struct val_resul
 			} else if (!res->error) {
 				res->error = base_strdup("the in-process checker sent a bad result");
 			}
-		} else if (type == 'F') {
-			char *why = r_str(&r);
-			snprintf(note, notelen, "%s (run again from the start)", why ? why : "?");
-			base_free(why);
-			fallback = true;
-			kill(pid, SIGKILL);
 		} else if (type == 'E') {
 			char *e = r_str(&r);
 			char msg[512];
@@ -597,14 +589,6 @@ int val_inproc_run(char *const *argv, const struct val_opts *o, struct val_resul
 			killed = true;
 			res->interrupted = true;
 		}
-	if (fallback) {
-		for (size_t i = 0; i < nims; i++)
-			val_result_free(&ims[i].res);
-		base_free(ims);
-		base_free(res->error);
-		res->error = NULL;
-		return BK_E_UNSUPPORTED;
-	}
 	res->status = st;
 	res->exited = true;
 	char *err = res->error;

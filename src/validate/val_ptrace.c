@@ -44,10 +44,16 @@
  * on the instruction and stepped again (with the breakpoint lifted) or
  * resumed as it went (ran_our_int3, ran_a_gone_int3).
  *
- * Limits: a SIGTRAP the program raises itself while stepped is taken for
- * the step; a thread running free through an entry whose int3 another
- * thread has lifted for its step passes it unseen; the program reading its
- * own code sees our int3s. x86-64 only (struct user_regs_struct).
+ * A SIGTRAP of the program's own that comes with a step's stop (raised by
+ * the stepped system call, or the program's int3 stepped) is both: the
+ * step is reported, then the signal (program_trap).
+ *
+ * Limits: a step's trap is forced (the kernel's force_sig), which resets
+ * an ignored SIGTRAP to the default action: a program that ignores
+ * SIGTRAP and then raises it dies under this driver (not in-process); a
+ * thread running free through an entry whose int3 another thread has
+ * lifted for its step passes it unseen; the program reading its own code
+ * sees our int3s. x86-64 only (struct user_regs_struct).
  *
  * Trusts the checker to resume, read and interrupt only threads it was
  * told of, and to resume each stopped one once.
@@ -80,6 +86,11 @@ struct pt_thread {
 	bool in_syscall;         /* SYSCALLS: between an entry stop and its exit */
 	bool has_regs;           /* regs are this stop's */
 	bool has_lift;           /* the breakpoint at LIFTED is lifted for its step */
+	bool own_trap;           /* its step's stop carried the program's own
+				  * SIGTRAP (program_trap) */
+	bool report_trap;        /* resumed after that: the signal's stop is
+				  * reported next, the thread not moved */
+	bool delivered;          /* last resumed with a signal */
 	uint64_t lifted;
 	struct user_regs_struct regs;
 };
@@ -468,6 +479,21 @@ static int request_of(enum val_resume how)
 	return PTRACE_CONT;
 }
 
+/* A step's trap is forced on the thread (the kernel's force_sig): where
+ * SIGTRAP is blocked (in the program's own SIGTRAP handler) it would reset
+ * the program's action to the default and unblock it. So SIGTRAP is taken
+ * out of the mask of a thread about to be stepped, as the in-process
+ * driver keeps it out (the mask a handler's frame saves is untouched). */
+static void unblock_trap(int tid)
+{
+	uint64_t mask;
+	if (ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(mask), &mask) == 0 &&
+	    (mask & (1ull << (SIGTRAP - 1)))) {
+		mask &= ~(1ull << (SIGTRAP - 1));
+		ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(mask), &mask);
+	}
+}
+
 static int pt_resume(struct val_driver *d, int tid, enum val_resume how, int sig)
 {
 	struct pt *p = pt_of(d);
@@ -476,8 +502,25 @@ static int pt_resume(struct val_driver *d, int tid, enum val_resume how, int sig
 		return BK_E_NOT_FOUND;
 	if (how != VAL_RESUME_SYSCALLS)
 		th->in_syscall = false;
+	if (th->own_trap) {
+		/* Still in the SIGTRAP's stop: the signal's stop is next,
+		 * then a resume with it delivers it with its siginfo. */
+		th->own_trap = false;
+		if (!sig) {
+			th->how = how;
+			th->report_trap = true;
+			return 0;
+		}
+	}
 	if (how == VAL_RESUME_STEP && !th->has_lift && get_regs(th))
 		lift(p, &th->has_lift, &th->lifted, th->regs.rip);
+	/* The mask changes only by a system call, a signal's delivery or
+	 * at full speed: looked at after one of those only. */
+	if (how == VAL_RESUME_STEP &&
+	    (th->how != VAL_RESUME_STEP || th->delivered || !th->has_regs ||
+	     th->regs.orig_rax != (unsigned long long)-1))
+		unblock_trap(th->tid);
+	th->delivered = sig != 0;
 	th->how = how;
 	th->has_regs = false;
 	if (ptrace(request_of(how), tid, NULL, (void *)(uintptr_t)sig) != 0)
@@ -775,6 +818,29 @@ static bool ran_our_int3(struct pt *p, struct pt_thread *th)
 	return true;
 }
 
+/* Whether TH's SIGTRAP after a step is the program's own: sent by a
+ * process (raise, kill: si_code <= 0), or the trap of an int3 of the
+ * program's that the step ran (SI_KERNEL, the program's byte before the PC
+ * an int3, under one of ours or not). Such a trap and a step's merge into
+ * one stop (SIGTRAP is not queued twice): the step is done, and the signal
+ * is reported after it. */
+static bool program_trap(struct pt *p, struct pt_thread *th)
+{
+	siginfo_t si;
+	if (ptrace(PTRACE_GETSIGINFO, th->tid, NULL, &si) != 0)
+		return false;
+	if (si.si_code <= 0)
+		return true;
+	if (si.si_code != SI_KERNEL || !get_regs(th))
+		return false;
+	const struct pt_bp *b = bp_find(&p->bps, th->regs.rip - 1);
+	uint8_t byte;
+	if (b)
+		return b->orig == 0xcc;
+	return p->memfd >= 0 && pread(p->memfd, &byte, 1, (off_t)(th->regs.rip - 1)) == 1 &&
+	       byte == 0xcc;
+}
+
 /* A signal stop (SIG) of TH, whose meaning depends on how TH was resumed:
  * true when EV is to be reported (false: TH is gone, its exit follows, or
  * TH was stepped again: its next stop follows). */
@@ -782,6 +848,11 @@ static bool on_signal(struct pt *p, struct pt_thread *th, int sig, struct val_ev
 {
 	if (th->how == VAL_RESUME_STEP) {
 		unlift(p, &th->has_lift, th->lifted);
+		if (sig == SIGTRAP && program_trap(p, th)) {
+			th->own_trap = true;
+			ev->kind = VAL_EV_STEPPED;
+			return true;
+		}
 		if (sig == SIGTRAP && (ran_our_int3(p, th) || ran_a_gone_int3(p, th)))
 			return false;
 		if (sig == SIGTRAP) {
@@ -813,6 +884,13 @@ static bool on_signal(struct pt *p, struct pt_thread *th, int sig, struct val_ev
 static int pt_wait(struct val_driver *d, struct val_event *ev)
 {
 	struct pt *p = pt_of(d);
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i]->report_trap) {
+			p->threads[i]->report_trap = false;
+			*ev = (struct val_event){ .kind = VAL_EV_SIGNAL, .tid = p->threads[i]->tid,
+						  .sig = SIGTRAP };
+			return 1;
+		}
 	for (;;) {
 		int st;
 		int tid = waitpid(-1, &st, __WALL);

@@ -1268,9 +1268,12 @@ static void at_instruction(struct run *r, struct thread *t, const struct bk_regs
 }
 
 /* Whether --only names JIT code ("[jit]"). Only then is the map read at
- * a free thread's system call (the in-process driver sees such a call
- * only at the thread's next stop, and the drivers check the same
- * instructions otherwise). */
+ * the exit of a free thread's map call: a JIT maps its code and runs it
+ * with no stop between. Otherwise the map is read at the next stop, as
+ * code from files comes through the dynamic loader, whose own mmap calls
+ * the in-process driver does not see (it reports the C library's
+ * functions, not system calls): reading at the calls would make the
+ * drivers check different instructions. */
 static bool checks_jit(const struct run *r)
 {
 	for (size_t i = 0; i < r->o->nonly; i++)

@@ -8,23 +8,26 @@ tests/live/lli_calls.c compiled to IR by clang-14 -O2 -g).
 
   jit_validate.py BACKSTEP JIT WORKDIR LLI CLANG LLI_SOURCE
 
-  - --only '[jit]' with the ptrace driver: only the generated code is
-    checked (the program runs free around it, its mprotect seen at the
-    system call's exit, the jitdump read, the functions' entries given
-    breakpoints): every one of its 21 instructions on each of the N calls,
-    no mismatch, exit 0;
+  - --only '[jit]' with each driver: only the generated code is checked
+    (the program runs free around it, its mprotect seen at the call's exit
+    -- the system call's under ptrace, the C library function's in-process
+    --, the jitdump read, the functions' entries given breakpoints): every
+    one of its 21 instructions on each of the N calls, no mismatch, exit 0;
   - --only 'PROGRAM,[jit]' with each driver: the program and the
     generated code, no mismatch, the same counts from both;
   - lie (J2's unwinding record says 24 where its frame is 32): caught, by
     both drivers, at exactly J2's instructions from its sub to its add
     (js_J2+0x4 ... +0x9 as the locations the validator groups), blamed on
     the jitdump's code, with the jitdump's row;
-  - lli with the ptrace driver, --only '[jit]': the objects LLVM registers
+  - lli with each driver (LLVM installs a SIGTRAP handler of its own,
+    which the in-process driver keeps apart from its traps), --only
+    '[jit]': the objects LLVM registers
     (read again at each call of __jit_debug_register_code, as gdb does;
     dropped when unregistered) checked at every instruction, no mismatch,
     exit 0, LLVM's own code running free; naming the JIT'd functions but
     main instead (--only jit_leaf,jit_mid,jit_down,jit_cmp: their entries
-    found from the object's FDEs and symbols) checks fewer, none wrong.
+    found from the object's FDEs and symbols) checks fewer, none wrong;
+    the two drivers check the same instructions.
 A tool missing fails the test with the reason: never a skip."""
 import json
 import os
@@ -70,25 +73,31 @@ def lli_part(backstep, lli, clang, source, work):
         raise SystemExit(f"FAIL: {clang}: {p.stderr[-300:]}")
     runs = {}
     named = "jit_leaf,jit_mid,jit_down,jit_cmp"
+    for driver in ("ptrace", "inproc"):
+        for only in ("[jit]", named):
+            cmd = [backstep, "validate", "--json", "-q", "--driver", driver, "--only", only, "--",
+                   lli, ir]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=work)
+            try:
+                d = json.loads(p.stdout)
+            except json.JSONDecodeError:
+                raise SystemExit(f"FAIL: {' '.join(cmd)}: exit {p.returncode}: {p.stderr[-300:]}")
+            st = d["stats"]
+            runs[driver, only] = (st["instructions_checked"], st["distinct_pcs"])
+            what = f"lli --only {only} ({driver})"
+            check(d["driver"] == driver, f"{what}: ran with {d['driver']} ({d.get('driver_note')})")
+            check(p.returncode == 0 and d["exit_status"] == 0 and st["mismatching_instructions"] == 0,
+                  f"{what}: exit {p.returncode}, program {d['exit_status']}, "
+                  f"{st['mismatching_instructions']} mismatching: {d.get('mismatches')}")
+            check(st["instructions_checked"] > 100, f"{what}: {st['instructions_checked']} checked")
+            print(f"{what}: {st['instructions_checked']} checked, "
+                  f"{st['distinct_pcs']} distinct, {st['module_refreshes']} refreshes")
+        check(runs[driver, named][0] < runs[driver, "[jit]"][0] and
+              runs[driver, named][1] < runs[driver, "[jit]"][1],
+              f"lli ({driver}): the functions by name, main left out, checked less than [jit]: {runs}")
     for only in ("[jit]", named):
-        cmd = [backstep, "validate", "--json", "-q", "--driver", "ptrace", "--only", only, "--",
-               lli, ir]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=work)
-        try:
-            d = json.loads(p.stdout)
-        except json.JSONDecodeError:
-            raise SystemExit(f"FAIL: {' '.join(cmd)}: exit {p.returncode}: {p.stderr[-300:]}")
-        st = d["stats"]
-        runs[only] = (st["instructions_checked"], st["distinct_pcs"])
-        check(p.returncode == 0 and d["exit_status"] == 0 and st["mismatching_instructions"] == 0,
-              f"lli --only {only}: exit {p.returncode}, program {d['exit_status']}, "
-              f"{st['mismatching_instructions']} mismatching: {d.get('mismatches')}")
-        check(st["instructions_checked"] > 100, f"lli --only {only}: {st['instructions_checked']} checked")
-        print(f"lli --only {only} (ptrace): {st['instructions_checked']} checked, "
-              f"{st['distinct_pcs']} distinct, {st['module_refreshes']} refreshes")
-    check(runs[named][0] < runs["[jit]"][0] and runs[named][1] < runs["[jit]"][1],
-          f"lli: the functions by name, main left out, checked less than [jit]: {runs}")
-
+        check(runs["ptrace", only] == runs["inproc", only],
+              f"lli --only {only}: the drivers checked {runs['ptrace', only]} and {runs['inproc', only]}")
 
 def main():
     backstep, jit, work, lli, clang, lli_source = sys.argv[1:7]
@@ -96,15 +105,18 @@ def main():
     os.makedirs(work)
     name = os.path.basename(jit)
 
-    rc, d = validate(backstep, jit, work, "ptrace", "[jit]")
-    st = d["stats"]
-    check(rc == 0 and d["exit_status"] == 0, f"[jit], ptrace: exit {rc}, program {d['exit_status']}")
-    check(st["instructions_checked"] == N * JIT_INSNS,
-          f"[jit], ptrace: {st['instructions_checked']} checked, want {N * JIT_INSNS}")
-    check(st["mismatching_instructions"] == 0 and not d.get("mismatches"),
-          f"[jit], ptrace: mismatches {d.get('mismatches')}")
-    print(f"[jit] (ptrace): {st['instructions_checked']} checked, "
-          f"{st['mismatching_instructions']} mismatching")
+    for driver in ("ptrace", "inproc"):
+        rc, d = validate(backstep, jit, work, driver, "[jit]")
+        st = d["stats"]
+        check(d["driver"] == driver, f"[jit], {driver}: ran with {d['driver']} ({d.get('driver_note')})")
+        check(rc == 0 and d["exit_status"] == 0,
+              f"[jit], {driver}: exit {rc}, program {d['exit_status']}")
+        check(st["instructions_checked"] == N * JIT_INSNS,
+              f"[jit], {driver}: {st['instructions_checked']} checked, want {N * JIT_INSNS}")
+        check(st["mismatching_instructions"] == 0 and not d.get("mismatches"),
+              f"[jit], {driver}: mismatches {d.get('mismatches')}")
+        print(f"[jit] ({driver}): {st['instructions_checked']} checked, "
+              f"{st['mismatching_instructions']} mismatching")
 
     counts = {}
     for driver in ("ptrace", "inproc"):

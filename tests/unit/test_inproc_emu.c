@@ -226,6 +226,13 @@ static const struct form forms[] = {
 	REFUSE("push word [rbx]", 0x66, 0xff, 0x33),
 	REFUSE("pop qword [rbx]", 0x8f, 0x03),
 	REFUSE("fcmovb st, st(1)", 0xda, 0xc1),
+	/* Capstone 4 says 64 bits for these; the CPU uses 16 or 32. */
+	REFUSE("movsxd eax, ebx (no REX.W)", 0x63, 0xc3),
+	REFUSE("movsxd ax, bx (66)", 0x66, 0x63, 0xc3),
+	REFUSE("push -128 (66: a word)", 0x66, 0x6a, 0x80),
+	REFUSE("push 0x1234 (66: a word)", 0x66, 0x68, 0x34, 0x12),
+	REFUSE("pop ax (66)", 0x66, 0x58),
+	REFUSE("leave (66: bp, sp)", 0x66, 0xc9),
 	REFUSE("syscall", 0x0f, 0x05),
 	REFUSE("movaps xmm0, [rbx]", 0x0f, 0x28, 0x03),
 	REFUSE("adc rax, rbx", 0x48, 0x11, 0xd8),
