@@ -260,18 +260,22 @@ static uint64_t mask_of(unsigned size)
 }
 
 /* OP of SIZE bytes on A (and B), with FLAGS: the CPU's result, and its
- * flags into *FLAGS. */
+ * flags into *FLAGS. The flags go through the stack below the red zone
+ * (a leaf's locals may live in it; lea leaves the flags alone). */
 static uint64_t alu(unsigned op, unsigned size, uint64_t a, uint64_t b, uint64_t *flags)
 {
 	uint64_t f = (*flags & ARITH) | 2, r = a;
 #define RR(insn) \
-	__asm__("push %[f]\n\tpopfq\n\t" insn "\n\tpushfq\n\tpop %[f]" \
+	__asm__("lea -128(%%rsp), %%rsp\n\tpush %[f]\n\tpopfq\n\t" insn \
+		"\n\tpushfq\n\tpop %[f]\n\tlea 128(%%rsp), %%rsp" \
 		: [r] "+r"(r), [f] "+r"(f) : [b] "r"(b) : "cc")
 #define RC(insn) \
-	__asm__("push %[f]\n\tpopfq\n\t" insn "\n\tpushfq\n\tpop %[f]" \
+	__asm__("lea -128(%%rsp), %%rsp\n\tpush %[f]\n\tpopfq\n\t" insn \
+		"\n\tpushfq\n\tpop %[f]\n\tlea 128(%%rsp), %%rsp" \
 		: [r] "+r"(r), [f] "+r"(f) : [b] "c"(b) : "cc")
 #define R1(insn) \
-	__asm__("push %[f]\n\tpopfq\n\t" insn "\n\tpushfq\n\tpop %[f]" : [r] "+r"(r), [f] "+r"(f) : : "cc")
+	__asm__("lea -128(%%rsp), %%rsp\n\tpush %[f]\n\tpopfq\n\t" insn \
+		"\n\tpushfq\n\tpop %[f]\n\tlea 128(%%rsp), %%rsp" : [r] "+r"(r), [f] "+r"(f) : : "cc")
 #define SIZES_RR(name)                                                                   \
 	switch (size) {                                                                  \
 	case 8: RR(name "q %q[b], %q[r]"); break;                                        \

@@ -2860,13 +2860,27 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 		return real.pthread_create(t, attr, fn, arg);
 	s->fn = fn;
 	s->arg = arg;
-	/* The C library starts the thread with the mask it is created under
-	 * (unless ATTR gives one): every signal blocked, the creator's mask
-	 * given back by thread_start. */
-	uint64_t all = all_but_trap;
-	ip_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&s->mask, 8, 0, 0);
+	/* The C library starts the thread with the mask it is created under,
+	 * or the one ATTR gives (pthread_attr_setsigmask_np): every signal
+	 * blocked either way, the mask it was to have given back by
+	 * thread_start. ATTR's mask is set to that for the call (the C
+	 * library reads it then) and put back after. */
+	uint64_t all = all_but_trap, created_under;
+	sigset_t amask, blocked;
+	bool attr_mask = attr && pthread_attr_getsigmask_np(attr, &amask) == 0;
+	ip_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&created_under, 8, 0, 0);
+	s->mask = created_under;
+	if (attr_mask) {
+		memcpy(&s->mask, &amask, sizeof(s->mask));
+		s->mask &= ~SIGBIT(SIGTRAP);
+		sigfillset(&blocked);
+		sigdelset(&blocked, SIGTRAP);
+		pthread_attr_setsigmask_np((pthread_attr_t *)attr, &blocked);
+	}
 	int err = real.pthread_create(t, attr, thread_start, s);
-	ip_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&s->mask, 0, 8, 0, 0);
+	if (attr_mask)
+		pthread_attr_setsigmask_np((pthread_attr_t *)attr, &amask);
+	ip_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&created_under, 0, 8, 0, 0);
 	if (err)
 		free(s);
 	return err;
