@@ -523,13 +523,12 @@ BK_HIDDEN void val_checker_close(struct val_checker *c);
  * with the preload library (inproc_preload.c) that steps and checks the
  * program inside itself, and collect its result. BK_E_UNSUPPORTED with
  * NOTE saying why when it does not apply to this program and nothing was
- * run (or the program asked for it to be run again: it installed a
- * handler of SIGTRAP); the caller then uses the ptrace driver. */
+ * run; the caller then uses the ptrace driver. */
 BK_HIDDEN int val_inproc_run(char *const *argv, const struct val_opts *o, struct val_result *res,
 			     char *note, size_t notelen);
 /* The program's side of its pipe (val_inproc.c, "The wire format"): a
  * snapshot of RES for image IMAGE (FINAL: its last), or a text message
- * ('F' fallback, 'E' exec errno). 0 or a BK_E_* code. */
+ * ('E': the exec's errno). 0 or a BK_E_* code. */
 BK_HIDDEN int val_inproc_send_result(int fd, const struct val_result *res, uint32_t image,
 				     bool final);
 BK_HIDDEN int val_inproc_send_text(int fd, uint8_t type, const char *text);
