@@ -306,14 +306,16 @@ def check_program(perf, backstep, workdir, prog):
             or any(w != 20000 for _, w in stacks)):
         fail("%s: the speedscope file does not hold the %d samples (%d stacks)"
              % (name, len(theirs), len(stacks)))
-    # Every process perf has samples of is compared; a forking program must
-    # have had at least the parent and a child sampled. (Not all four: once
-    # here, with two test runs loading the machine, perf's recording held
-    # samples of only three of the processes, each 1.5 ms of work; all
-    # three were compared.)
+    # A forking program must have had samples compared in at least the
+    # parent and a child. (Not in every process perf sampled: a child's
+    # 1.5 ms of work gives it a few samples, and under ASan, with the
+    # machine loaded, all of one child's fell where perf's own unwind
+    # stopped early -- in clone, at exit -- leaving nothing to hold it to:
+    # "2 processes compared, 4 with samples", 2026-11-28. Nor in all four:
+    # perf's recording once held samples of only three.)
     shape = next((k for k in MIN_PROCESSES if name.startswith("fix_" + k + "_")), None)
-    if shape and (len(pids_compared) < len(pids) or len(pids_compared) < MIN_PROCESSES[shape]):
-        fail("%s: samples compared in %d processes (%d with samples), expected all, at least %d"
+    if shape and len(pids_compared) < MIN_PROCESSES[shape]:
+        fail("%s: samples compared in %d processes (%d with samples), at least %d wanted"
              % (name, len(pids_compared), len(pids), MIN_PROCESSES[shape]))
     if name == "vdso_loop" and in_vdso < 5:
         fail("%s: %d samples in the vDSO that perf unwound to the end, 5 wanted"
