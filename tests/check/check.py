@@ -18,18 +18,9 @@ import struct
 import subprocess
 import sys
 import tempfile
+from tally import check, finish
 
 backstep, srcdir = sys.argv[1], sys.argv[2]
-failures = 0
-checks = 0
-
-
-def check(cond, what):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what)
 
 
 def run_check(path, *opts):
@@ -264,5 +255,4 @@ int main(int argc, char **argv) { printf("%d\\n", work(argc > 1 ? atoi(argv[1]) 
 finally:
     shutil.rmtree(tmp)
 
-print(f"{checks} checks, {failures} failures")
-sys.exit(1 if failures else 0)
+finish()

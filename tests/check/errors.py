@@ -15,18 +15,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from tally import check, finish
 
 backstep, srcdir = sys.argv[1], sys.argv[2]
-failures = 0
-checks = 0
-
-
-def check(cond, what):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what)
 
 
 def run(*args):
@@ -127,5 +118,4 @@ try:
 finally:
     shutil.rmtree(tmp)
 
-print(f"{checks} checks, {failures} failures")
-sys.exit(1 if failures else 0)
+finish()

@@ -21,18 +21,9 @@ import os
 import subprocess
 import sys
 import tempfile
+from tally import check, finish
 
 classifier, sample = sys.argv[1], sys.argv[2]
-failures = 0
-checks = 0
-
-
-def check(cond, what):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what)
 
 
 def run(*args):
@@ -106,5 +97,4 @@ try:
 finally:
     os.unlink(t.name)
 
-print(f"{checks} checks, {failures} failures")
-sys.exit(1 if failures else 0)
+finish()

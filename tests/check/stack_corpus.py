@@ -37,19 +37,10 @@ import json
 import os
 import subprocess
 import sys
+from tally import check, finish
 
 backstep, fixdir, known_txt = sys.argv[1], sys.argv[2], sys.argv[3]
 MIN_SHARE = 0.95
-failures = 0
-checks = 0
-
-
-def check(cond, what):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what)
 
 
 def underscorify(name):
@@ -189,5 +180,4 @@ if tot:
           f"{sum(r['differences'] for r in a)} differences")
     check(ashare >= MIN_SHARE, f"AArch64 checked share {ashare:.4f} below {MIN_SHARE}")
 
-print(f"{checks} checks, {failures} failures")
-sys.exit(1 if failures else 0)
+finish()
